@@ -1,0 +1,1 @@
+"""agentkit: the vocabulary of the toolkit (interfaces, specs, loops, counters, loggers)."""

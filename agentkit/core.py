@@ -1,0 +1,89 @@
+"""The five interfaces every component and agent is written against.
+
+Kept deliberately small: actors act, learners learn, variable sources serve
+weights, workers run, saveables can be checkpointed. Everything else in the
+toolkit depends on these, and these depend on nothing.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Mapping, Sequence
+
+import dm_env
+import numpy as np
+
+# A flat mapping of names to arrays: what a Saveable hands to a checkpointer.
+State = Mapping[str, np.ndarray]
+
+
+class Actor(abc.ABC):
+    """Interacts with an environment: picks actions and observes the results.
+
+    `observe_first` is called with the FIRST timestep of every episode and
+    `observe` with each subsequent (action, timestep) pair; the actor forwards
+    both to its adder. `update` lets it refresh its weights from a variable
+    source; with `wait=False` it must never block acting.
+    """
+
+    @abc.abstractmethod
+    def select_action(self, observation: Any) -> Any:
+        """Returns the action to take given an observation."""
+
+    @abc.abstractmethod
+    def observe_first(self, timestep: dm_env.TimeStep) -> None:
+        """Records the first timestep of an episode."""
+
+    @abc.abstractmethod
+    def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+        """Records the action taken and the timestep it led to."""
+
+    @abc.abstractmethod
+    def update(self, wait: bool = False) -> None:
+        """Refreshes the actor's parameters from its variable source."""
+
+
+class VariableSource(abc.ABC):
+    """Something that serves named lists of variables (as numpy arrays)."""
+
+    @abc.abstractmethod
+    def get_variables(self, names: Sequence[str]) -> list[list[np.ndarray]]:
+        """Returns one list of arrays per requested collection name."""
+
+
+class Worker(abc.ABC):
+    """A node that runs until it is told to stop or its own work is done."""
+
+    @abc.abstractmethod
+    def run(self) -> None:
+        """Runs the main loop of the worker."""
+
+
+class Saveable(abc.ABC):
+    """An object whose state can be written to and read back from disk."""
+
+    @abc.abstractmethod
+    def save(self) -> State:
+        """Returns the state as a flat mapping of names to arrays."""
+
+    @abc.abstractmethod
+    def restore(self, state: State) -> None:
+        """Restores the state returned by an earlier `save`."""
+
+
+class Learner(VariableSource, Worker, Saveable):
+    """Updates parameters from data; serves them; can be checkpointed.
+
+    `run` steps until the worker is stopped; `step` does one update.
+    """
+
+    @abc.abstractmethod
+    def step(self) -> None:
+        """Performs one update step."""
+
+    def run(self, num_steps: int | None = None) -> None:
+        """Steps `num_steps` times, or forever when it is None."""
+        i = 0
+        while num_steps is None or i < num_steps:
+            self.step()
+            i += 1

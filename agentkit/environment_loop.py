@@ -1,0 +1,158 @@
+"""Runs an actor in an environment: the actor side of every program.
+
+The loop counts steps and episodes in a (child) counter, logs one row per
+episode (return, length, steps/s and all counts of the program), and stops
+when asked to, or after a number of steps or episodes.
+
+Two shapes share the counting and logging:
+- `EnvironmentLoop`: one dm_env environment, one action per step;
+- `BatchedEnvironmentLoop`: K environments stepped in lock-step, one batched
+  action per step (see `components.environments.batched`), which resets
+  finished environments itself.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+import dm_env
+import numpy as np
+
+from agentkit import core
+from agentkit.counting import Counter
+from agentkit.loggers import Logger, NoOpLogger
+
+ShouldStop = Callable[[Mapping[str, float]], bool]
+
+
+class _LoopBase:
+    """Counting, logging and stopping shared by both loops."""
+
+    def __init__(
+        self,
+        environment,
+        actor: core.Actor,
+        counter: Counter | None = None,
+        logger: Logger | None = None,
+        should_stop: ShouldStop | None = None,
+        count_every: int = 100,
+        update_actor: bool = True,
+    ):
+        self._environment = environment
+        self._actor = actor
+        self._counter = counter or Counter()
+        self._logger = logger or NoOpLogger()
+        self._should_stop = should_stop
+        self._count_every = count_every
+        self._update_actor = update_actor
+        self._pending_steps = 0
+        self._pending_episodes = 0
+        self.steps = 0  # Steps taken by this loop.
+        self.episodes = 0  # Episodes finished by this loop.
+        self._counts: dict[str, float] = {}
+        self._start = time.time()
+        self._stopped = False
+
+    def _count(self, steps: int, episodes: int = 0, force: bool = False) -> None:
+        self.steps += steps
+        self.episodes += episodes
+        self._pending_steps += steps
+        self._pending_episodes += episodes
+        if force or self._pending_steps >= self._count_every or self._pending_episodes:
+            self._counts = self._counter.increment(
+                steps=self._pending_steps, episodes=self._pending_episodes
+            )
+            self._pending_steps = self._pending_episodes = 0
+            if self._should_stop is not None and self._should_stop(self._counts):
+                self._stopped = True
+
+    def _log_episode(self, episode_return: float, episode_length: int) -> None:
+        elapsed = max(time.time() - self._start, 1e-9)
+        row = dict(self._counts)
+        row.update(
+            episode_return=float(episode_return),
+            episode_length=int(episode_length),
+            steps_per_s=self.steps / elapsed,
+        )
+        self._logger.write(row)
+
+    def _done(self, num_steps: int | None, num_episodes: int | None) -> bool:
+        return (
+            self._stopped
+            or (num_steps is not None and self.steps >= num_steps)
+            or (num_episodes is not None and self.episodes >= num_episodes)
+        )
+
+    def stop(self) -> None:
+        """Asks the loop to stop after its current step (thread-safe)."""
+        self._stopped = True
+
+    def close(self) -> None:
+        self._count(0, force=True)
+
+
+class EnvironmentLoop(_LoopBase):
+    """Steps one environment with one actor."""
+
+    def run_episode(self) -> tuple[float, int]:
+        """Runs one episode (or until stopped); returns (return, length)."""
+        timestep = self._environment.reset()
+        self._actor.observe_first(timestep)
+        episode_return, length = 0.0, 0
+        while not timestep.last() and not self._stopped:
+            action = self._actor.select_action(timestep.observation)
+            timestep = self._environment.step(action)
+            self._actor.observe(action, next_timestep=timestep)
+            if self._update_actor:
+                self._actor.update()
+            episode_return += float(np.sum(timestep.reward))
+            length += 1
+            self._count(1, 1 if timestep.last() else 0)
+        if timestep.last():
+            self._log_episode(episode_return, length)
+        return episode_return, length
+
+    def run(self, num_episodes: int | None = None, num_steps: int | None = None) -> None:
+        """Runs episodes until stopped or a limit is reached."""
+        try:
+            while not self._done(num_steps, num_episodes):
+                self.run_episode()
+        finally:
+            self.close()
+
+
+class BatchedEnvironmentLoop(_LoopBase):
+    """Steps K environments in lock-step with one batched actor call per step.
+
+    The environment returns batched timesteps (arrays with a leading K axis)
+    and resets an environment whose previous timestep was LAST on the next
+    `step`, returning a FIRST timestep for it; the actor routes each slot to
+    its own adder. A reset is not counted as a step.
+    """
+
+    def run(self, num_episodes: int | None = None, num_steps: int | None = None) -> None:
+        env = self._environment
+        num_envs = env.num_envs
+        returns = np.zeros(num_envs, np.float64)
+        lengths = np.zeros(num_envs, np.int64)
+        timestep = env.reset()
+        self._actor.observe_first(timestep)
+        try:
+            while not self._done(num_steps, num_episodes):
+                actions = self._actor.select_action(timestep.observation)
+                timestep = env.step(actions)
+                self._actor.observe(actions, next_timestep=timestep)
+                if self._update_actor:
+                    self._actor.update()
+                stepped = timestep.step_type != dm_env.StepType.FIRST
+                reward = np.asarray(timestep.reward, np.float64).reshape(num_envs, -1).sum(-1)
+                returns[stepped] += reward[stepped]
+                lengths[stepped] += 1
+                finished = np.flatnonzero(timestep.step_type == dm_env.StepType.LAST)
+                self._count(int(stepped.sum()), len(finished))
+                for i in finished:
+                    self._log_episode(returns[i], lengths[i])
+                    returns[i], lengths[i] = 0.0, 0
+        finally:
+            self.close()

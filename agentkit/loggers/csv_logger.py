@@ -1,0 +1,70 @@
+"""A CSV logger that never drops a column that appears after the first row."""
+
+from __future__ import annotations
+
+import csv
+import os
+import threading
+from typing import Any
+
+from agentkit.loggers.base import Logger, LoggingData
+
+
+def _format(value: Any) -> Any:
+    if hasattr(value, "item") and getattr(value, "size", 2) == 1:
+        value = value.item()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+class CSVLogger(Logger):
+    """Appends rows to `<directory>/<label>.csv`.
+
+    When a row brings a key that the header lacks, the file is rewritten with
+    the wider header (rare: keys settle after the first rows), so no value is
+    ever lost. Appending to an existing file keeps its header, so a resumed
+    run continues the same file.
+    """
+
+    def __init__(self, directory: str, label: str):
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, f"{label}.csv")
+        self._lock = threading.Lock()
+        self._fields: list[str] = []
+        if os.path.exists(self.path) and os.path.getsize(self.path) > 0:
+            with open(self.path, newline="") as f:
+                self._fields = next(csv.reader(f), [])
+        self._file = open(self.path, "a", newline="")
+
+    def write(self, data: LoggingData) -> None:
+        row = {k: _format(v) for k, v in data.items()}
+        with self._lock:
+            new = [k for k in row if k not in self._fields]
+            if new:
+                self._widen(self._fields + new)
+            writer = csv.DictWriter(self._file, fieldnames=self._fields, restval="")
+            writer.writerow(row)
+            self._file.flush()
+
+    def _widen(self, fields: list[str]) -> None:
+        self._file.close()
+        rows = read_csv(self.path) if self._fields else []
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields, restval="")
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, self.path)
+        self._fields = fields
+        self._file = open(self.path, "a", newline="")
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def read_csv(path: str) -> list[dict[str, str]]:
+    """Reads a CSV written by CSVLogger into a list of rows."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))

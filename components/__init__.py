@@ -1,0 +1,1 @@
+"""components: reusable parts that agents compose (adders, replay, actors, networks...)."""

@@ -1,0 +1,19 @@
+"""Environments: adapters to dm_env, wrappers, and the `--env` name registry."""
+
+from components.environments.batched import BatchedEnvironment
+from components.environments.gym_adapter import GymnasiumToDmEnv
+from components.environments.registry import (
+    ENVIRONMENT_KINDS,
+    UnknownEnvironmentError,
+    make_environment,
+)
+from components.environments.wrappers import SinglePrecisionWrapper
+
+__all__ = [
+    "ENVIRONMENT_KINDS",
+    "BatchedEnvironment",
+    "GymnasiumToDmEnv",
+    "SinglePrecisionWrapper",
+    "UnknownEnvironmentError",
+    "make_environment",
+]

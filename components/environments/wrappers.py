@@ -1,0 +1,97 @@
+"""dm_env wrappers."""
+
+from __future__ import annotations
+
+import dm_env
+import numpy as np
+import tree
+from dm_env import specs
+
+
+def _cast_spec(spec):
+    if not np.issubdtype(spec.dtype, np.floating) or spec.dtype == np.float32:
+        return spec
+    if isinstance(spec, specs.BoundedArray):
+        return specs.BoundedArray(
+            spec.shape, np.float32, spec.minimum.astype(np.float32),
+            spec.maximum.astype(np.float32), spec.name,
+        )
+    return specs.Array(spec.shape, np.float32, spec.name)
+
+
+def _cast(value):
+    value = np.asarray(value)
+    if np.issubdtype(value.dtype, np.floating) and value.dtype != np.float32:
+        return value.astype(np.float32)
+    return value
+
+
+class EnvironmentWrapper(dm_env.Environment):
+    """Forwards everything to the wrapped environment."""
+
+    def __init__(self, environment: dm_env.Environment):
+        self._environment = environment
+
+    def reset(self) -> dm_env.TimeStep:
+        return self._environment.reset()
+
+    def step(self, action) -> dm_env.TimeStep:
+        return self._environment.step(action)
+
+    def observation_spec(self):
+        return self._environment.observation_spec()
+
+    def action_spec(self):
+        return self._environment.action_spec()
+
+    def reward_spec(self):
+        return self._environment.reward_spec()
+
+    def discount_spec(self):
+        return self._environment.discount_spec()
+
+    def close(self) -> None:
+        self._environment.close()
+
+    def __getattr__(self, name):
+        return getattr(self._environment, name)
+
+
+class SinglePrecisionWrapper(EnvironmentWrapper):
+    """Casts float64 observations, rewards and discounts to float32.
+
+    Networks run in float32; casting once here avoids a cast per step in every
+    actor and keeps replay items half the size.
+    """
+
+    def _convert(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
+        return timestep._replace(
+            observation=tree.map_structure(_cast, timestep.observation),
+            reward=None if timestep.reward is None else np.float32(timestep.reward),
+            discount=None if timestep.discount is None else np.float32(timestep.discount),
+        )
+
+    def reset(self) -> dm_env.TimeStep:
+        return self._convert(self._environment.reset())
+
+    def step(self, action) -> dm_env.TimeStep:
+        return self._convert(self._environment.step(action))
+
+    def observation_spec(self):
+        return tree.map_structure(_cast_spec, self._environment.observation_spec())
+
+    def reward_spec(self):
+        return specs.Array((), np.float32, "reward")
+
+    def discount_spec(self):
+        return specs.BoundedArray((), np.float32, 0.0, 1.0, "discount")
+
+
+class RewardClippingWrapper(EnvironmentWrapper):
+    """Clips rewards to [-1, 1] (DQN's Atari training; never for evaluation)."""
+
+    def step(self, action) -> dm_env.TimeStep:
+        timestep = self._environment.step(action)
+        if timestep.reward is None:
+            return timestep
+        return timestep._replace(reward=np.clip(timestep.reward, -1.0, 1.0).astype(np.float32))
