@@ -1,0 +1,1 @@
+"""agents: one folder per agent, each composing components into a builder."""

@@ -1,0 +1,100 @@
+"""DQN's configuration: every default commented, every field validated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentkit.config import require
+
+
+@dataclasses.dataclass
+class DQNConfig:
+    """Hyperparameters of DQN. Defaults suit small tasks (CartPole);
+    `DQNConfig.atari()` gives the Atari ones."""
+
+    # Returns and targets.
+    discount: float = 0.99  # gamma.
+    n_step: int = 3  # Length of the n-step return (1 = one-step Q-learning).
+    double_q: bool = True  # Select the bootstrap action with the online network.
+    target_update_period: int = 100  # Learner steps between target network copies.
+    huber_loss_parameter: float = 1.0  # Quadratic region of the Huber loss.
+
+    # Network.
+    dueling: bool = True  # Dueling value/advantage head.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
+    hidden_sizes: tuple[int, ...] = (256, 256)  # MLP torso layers.
+    head_hidden_size: int = 512  # Hidden layer of the (dueling) head; 0 for none.
+
+    # Optimisation.
+    batch_size: int = 128  # Transitions per learner step.
+    learning_rate: float = 1e-3  # Adam step size.
+    adam_epsilon: float = 1e-8  # Adam's denominator floor.
+    max_gradient_norm: float = 10.0  # Global-norm gradient clipping.
+
+    # Replay.
+    samples_per_insert: float = 8.0  # Items sampled per item inserted (0: no ratio).
+    min_replay_size: int = 1_000  # Items in the table before the learner may sample.
+    max_replay_size: int = 100_000  # Oldest items are removed beyond this.
+    prioritized: bool = True  # Prioritized sampling (else uniform).
+    priority_exponent: float = 0.6  # alpha: how strongly priorities shape sampling.
+    importance_sampling_exponent: float = 0.4  # beta: correction for the non-uniform sampling.
+    prefetch_size: int = 4  # Batches prefetched by the dataset.
+
+    # Acting.
+    epsilon_init: float = 1.0  # Exploration at the start of each actor.
+    epsilon_final: float = 0.01  # Exploration after the decay.
+    epsilon_decay_steps: int = 10_000  # Actor steps (per actor) of linear decay.
+    epsilon_eval: float = 0.0  # The evaluator's epsilon (greedy).
+    variable_update_period: int = 100  # Actor steps between weight fetches.
+    max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
+
+    def __post_init__(self):
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
+        require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
+        require(self.target_update_period >= 1, "target_update_period", ">= 1",
+                self.target_update_period)
+        require(self.huber_loss_parameter > 0, "huber_loss_parameter", "> 0",
+                self.huber_loss_parameter)
+        require(self.torso in ("auto", "mlp", "atari"), "torso", "one of auto, mlp, atari",
+                self.torso)
+        require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
+                "a non-empty list of positive integers", self.hidden_sizes)
+        require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
+        require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
+        require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
+        require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
+        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
+        require(self.samples_per_insert >= 0, "samples_per_insert", ">= 0",
+                self.samples_per_insert)
+        require(self.min_replay_size >= 1, "min_replay_size", ">= 1", self.min_replay_size)
+        require(self.max_replay_size >= self.min_replay_size, "max_replay_size",
+                f">= min_replay_size ({self.min_replay_size})", self.max_replay_size)
+        require(self.min_replay_size >= self.batch_size, "min_replay_size",
+                f">= batch_size ({self.batch_size})", self.min_replay_size)
+        require(self.priority_exponent >= 0, "priority_exponent", ">= 0", self.priority_exponent)
+        require(0 <= self.importance_sampling_exponent <= 1, "importance_sampling_exponent",
+                "in [0, 1]", self.importance_sampling_exponent)
+        require(self.prefetch_size >= 0, "prefetch_size", ">= 0", self.prefetch_size)
+        for name in ("epsilon_init", "epsilon_final", "epsilon_eval"):
+            value = getattr(self, name)
+            require(0.0 <= value <= 1.0, name, "in [0, 1]", value)
+        require(self.epsilon_decay_steps >= 0, "epsilon_decay_steps", ">= 0",
+                self.epsilon_decay_steps)
+        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
+                self.variable_update_period)
+        require(self.max_in_flight_items >= 1, "max_in_flight_items", ">= 1",
+                self.max_in_flight_items)
+
+    @classmethod
+    def atari(cls, **overrides) -> "DQNConfig":
+        """Ape-X/Rainbow-style settings for Atari (84x84x4 frames)."""
+        values = dict(
+            discount=0.99, n_step=3, target_update_period=2_500, torso="atari",
+            batch_size=32, learning_rate=6.25e-5, adam_epsilon=1.5e-4,
+            samples_per_insert=8.0, min_replay_size=20_000, max_replay_size=1_000_000,
+            epsilon_final=0.01, epsilon_decay_steps=250_000, epsilon_eval=0.001,
+            variable_update_period=400,
+        )
+        values.update(overrides)
+        return cls(**values)

@@ -1,0 +1,62 @@
+"""DQN's Q-network: a torso chosen from the observation spec and a (dueling) head."""
+
+from __future__ import annotations
+
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+import tree
+
+from agentkit.config import ConfigError
+from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from agents.dqn.config import DQNConfig
+from components.networks import AtariTorso, DuelingHead, MLPTorso
+from components.networks.atari import MIN_SIDE
+
+
+def _torso(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
+    shape = spec.observations.shape
+    torso = config.torso
+    if torso == "auto":
+        torso = "atari" if len(shape) == 3 else "mlp"
+    if torso == "atari":
+        if len(shape) != 3 or min(shape[:2]) < MIN_SIDE:
+            raise ConfigError(
+                f"--torso: 'atari' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
+                f"got shape {tuple(shape)}"
+            )
+        return AtariTorso()
+    return MLPTorso(config.hidden_sizes)
+
+
+def make_q_network(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
+    """Builds the Q-network and creates its variables with a dummy batch."""
+    num_actions = num_discrete_actions(spec)
+    head_hidden = [config.head_hidden_size] if config.head_hidden_size else []
+    if config.dueling:
+        head = DuelingHead(num_actions, head_hidden)
+    else:
+        head = snt.nets.MLP(head_hidden + [num_actions])
+    network = snt.Sequential([_torso(spec, config), head])
+    dummy = tree.map_structure(
+        lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype), spec.observations
+    )
+    network(dummy)  # Create variables now: actors and checkpoints need them.
+    return network
+
+
+def make_networks(spec: EnvironmentSpec, config: DQNConfig) -> dict[str, snt.Module]:
+    """The online network; the learner copies it into its target network."""
+    return {"q": make_q_network(spec, config)}
+
+
+def copy_network(network: snt.Module, spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
+    """A new network of the same architecture holding the same values."""
+    clone = make_q_network(spec, config)
+    for target, source in zip(clone.variables, network.variables):
+        target.assign(source)
+    return clone
+
+
+def num_parameters(network: snt.Module) -> int:
+    return int(sum(np.prod(v.shape) for v in network.trainable_variables))

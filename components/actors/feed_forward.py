@@ -1,0 +1,104 @@
+"""Feed-forward actors around a batched policy function.
+
+The policy maps a batch of observations to a batch of actions in one call
+(a compiled tf.function that embeds exploration, e.g. epsilon-greedy). The
+single-environment actor adds and removes the batch axis; the batched actor
+serves K environments with one call per step and routes each environment's
+stream to its own adder.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import dm_env
+import numpy as np
+import tree
+
+from agentkit import core
+from components.adders.base import Adder
+from components.variable_client import VariableClient
+
+Policy = Callable[[Any], Any]
+
+
+def _slot(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
+    step_type = dm_env.StepType(int(timestep.step_type[i]))
+    first = step_type == dm_env.StepType.FIRST
+    return dm_env.TimeStep(
+        step_type=step_type,
+        reward=None if first else timestep.reward[i],
+        discount=None if first else timestep.discount[i],
+        observation=tree.map_structure(lambda x: x[i], timestep.observation),
+    )
+
+
+class FeedForwardActor(core.Actor):
+    """Acts in one environment with a batched policy."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        adder: Adder | None = None,
+        variable_client: VariableClient | None = None,
+    ):
+        self._policy = policy
+        self._adder = adder
+        self._client = variable_client
+
+    def select_action(self, observation: Any) -> Any:
+        batched = tree.map_structure(lambda x: np.expand_dims(x, 0), observation)
+        return np.asarray(self._policy(batched))[0]
+
+    def observe_first(self, timestep: dm_env.TimeStep) -> None:
+        if self._adder is not None:
+            self._adder.add_first(timestep)
+
+    def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+        if self._adder is not None:
+            self._adder.add(action, next_timestep)
+
+    def update(self, wait: bool = False) -> None:
+        if self._client is not None:
+            self._client.update(wait)
+
+    def close(self) -> None:
+        if self._adder is not None:
+            self._adder.close()
+
+
+class BatchedFeedForwardActor(core.Actor):
+    """Acts in K environments (see BatchedEnvironment) with one policy call per step."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        adders: Sequence[Adder] | None = None,
+        variable_client: VariableClient | None = None,
+    ):
+        self._policy = policy
+        self._adders = list(adders or [])
+        self._client = variable_client
+
+    def select_action(self, observation: Any) -> np.ndarray:
+        return np.asarray(self._policy(observation))
+
+    def observe_first(self, timestep: dm_env.TimeStep) -> None:
+        for i, adder in enumerate(self._adders):
+            adder.add_first(_slot(timestep, i))
+
+    def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+        for i, adder in enumerate(self._adders):
+            timestep = _slot(next_timestep, i)
+            if timestep.first():
+                adder.add_first(timestep)
+            else:
+                adder.add(action[i], timestep)
+
+    def update(self, wait: bool = False) -> None:
+        if self._client is not None:
+            self._client.update(wait)
+
+    def close(self) -> None:
+        for adder in self._adders:
+            adder.close()

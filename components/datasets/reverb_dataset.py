@@ -1,0 +1,72 @@
+"""A tf.data pipeline that samples batches from a Reverb table.
+
+Each element is a `reverb.ReplaySample(info, data)`: `info` carries the keys
+and sampling probabilities that prioritized learners need to weight their
+loss and write priorities back.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import reverb
+import tensorflow as tf
+
+
+def make_reverb_dataset(
+    server_address: str,
+    table: str,
+    batch_size: int,
+    prefetch_size: int = 4,
+    max_in_flight_samples_per_worker: int | None = None,
+    num_workers_per_iterator: int = -1,
+    rate_limiter_timeout_ms: int = 1000,
+) -> tf.data.Dataset:
+    """Batched, prefetched samples of `table`, with the table's signature.
+
+    `max_in_flight_samples_per_worker` defaults to 2 x batch_size: too many
+    samples in flight skews prioritized sampling towards stale priorities.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if max_in_flight_samples_per_worker is None:
+        max_in_flight_samples_per_worker = 2 * batch_size
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        server_address=server_address,
+        table=table,
+        max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
+        num_workers_per_iterator=num_workers_per_iterator,
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+    )
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(prefetch_size)
+
+
+class RestartingIterator:
+    """Iterates over datasets from `make_iterator`, restarting each one that ends.
+
+    A Reverb dataset with a rate-limiter timeout ends whenever sampling is
+    blocked that long (while actors fill the table, or after they stopped).
+    This wrapper starts a new one unless `should_stop()`, in which case it
+    raises StopIteration: the learner's loop ends instead of hanging.
+    """
+
+    def __init__(self, make_iterator: Callable[[], Iterator], should_stop: Callable[[], bool]):
+        self._make_iterator = make_iterator
+        self._should_stop = should_stop
+        self._iterator: Iterator | None = None
+        self.restarts = 0
+
+    def __iter__(self) -> "RestartingIterator":
+        return self
+
+    def __next__(self):
+        while not self._should_stop():
+            if self._iterator is None:
+                self._iterator = self._make_iterator()
+            try:
+                return next(self._iterator)
+            except StopIteration:
+                self._iterator = None
+                self.restarts += 1
+        raise StopIteration

@@ -1,0 +1,10 @@
+"""Replay: Reverb table factories, signatures and the replay server node."""
+
+from components.replay.server import ReplayServer
+from components.replay.tables import (
+    make_rate_limiter,
+    make_replay_table,
+    transition_signature,
+)
+
+__all__ = ["ReplayServer", "make_rate_limiter", "make_replay_table", "transition_signature"]

@@ -1,0 +1,91 @@
+"""Factories for Reverb tables and their rate limiters.
+
+The rate limiter is what fixes the learn/act ratio whatever the number of
+actors: with `samples_per_insert = s`, the table lets the learner sample
+about `s` items per inserted item, blocking whichever side runs ahead by more
+than `error_buffer` samples.
+"""
+
+from __future__ import annotations
+
+import reverb
+import tensorflow as tf
+import tree
+
+from agentkit.specs import EnvironmentSpec
+from agentkit.types import Transition
+
+
+def make_rate_limiter(
+    samples_per_insert: float | None,
+    min_replay_size: int,
+    error_buffer: float | None = None,
+    tolerance_rate: float = 0.1,
+) -> reverb.rate_limiters.RateLimiter:
+    """`MinSize` without a ratio, else `SampleToInsertRatio`.
+
+    `error_buffer` defaults to the larger of `tolerance_rate * min_replay_size *
+    samples_per_insert` and Reverb's minimum window of
+    `2 * max(1, samples_per_insert)` (narrower windows raise in Reverb).
+    """
+    if min_replay_size < 1:
+        raise ValueError(f"min_replay_size must be >= 1, got {min_replay_size}")
+    if not samples_per_insert:
+        return reverb.rate_limiters.MinSize(min_replay_size)
+    if samples_per_insert < 0:
+        raise ValueError(f"samples_per_insert must be > 0, got {samples_per_insert}")
+    minimum_window = 2.0 * max(1.0, samples_per_insert)
+    if error_buffer is None:
+        error_buffer = max(minimum_window + 1.0, tolerance_rate * min_replay_size * samples_per_insert)
+    if error_buffer < minimum_window:
+        raise ValueError(
+            f"error_buffer must be >= 2 * max(1, samples_per_insert) = {minimum_window}, "
+            f"got {error_buffer}"
+        )
+    return reverb.rate_limiters.SampleToInsertRatio(
+        samples_per_insert=samples_per_insert,
+        min_size_to_sample=min_replay_size,
+        error_buffer=error_buffer,
+    )
+
+
+def _spec_to_tensor_spec(spec) -> tf.TensorSpec:
+    return tf.TensorSpec(shape=spec.shape, dtype=tf.as_dtype(spec.dtype))
+
+
+def transition_signature(spec: EnvironmentSpec) -> Transition:
+    """The signature of n-step transition items for an environment."""
+    observation = tree.map_structure(_spec_to_tensor_spec, spec.observations)
+    return Transition(
+        observation=observation,
+        action=_spec_to_tensor_spec(spec.actions),
+        reward=tf.TensorSpec((), tf.float32),
+        discount=tf.TensorSpec((), tf.float32),
+        next_observation=observation,
+    )
+
+
+def make_replay_table(
+    name: str,
+    signature,
+    max_replay_size: int,
+    rate_limiter: reverb.rate_limiters.RateLimiter,
+    prioritized: bool = False,
+    priority_exponent: float = 0.6,
+) -> reverb.Table:
+    """A FIFO-evicted table with a uniform or prioritized sampler."""
+    if max_replay_size < 1:
+        raise ValueError(f"max_replay_size must be >= 1, got {max_replay_size}")
+    sampler = (
+        reverb.selectors.Prioritized(priority_exponent)
+        if prioritized
+        else reverb.selectors.Uniform()
+    )
+    return reverb.Table(
+        name=name,
+        sampler=sampler,
+        remover=reverb.selectors.Fifo(),
+        max_size=max_replay_size,
+        rate_limiter=rate_limiter,
+        signature=signature,
+    )

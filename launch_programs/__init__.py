@@ -1,0 +1,1 @@
+"""launch_programs: program graphs, the generic agent program, launchers and the CLI."""

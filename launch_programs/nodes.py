@@ -1,0 +1,227 @@
+"""The node objects of the generic agent program.
+
+Each receives other nodes as objects with methods (the replay's `address()`,
+the counter's `increment`/`get_counts`, the learner's `get_variables`), so it
+runs the same whether they live in this process or another one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Callable
+
+import numpy as np
+import reverb
+
+from agentkit.checkpointing import Checkpointer
+from agentkit.counting import Counter
+from agentkit.environment_loop import BatchedEnvironmentLoop
+from agentkit.loggers import make_logger
+from agentkit.specs import EnvironmentSpec
+from components.datasets import RestartingIterator
+from components.environments import BatchedEnvironment
+from components.replay import ReplayServer
+
+EnvironmentFactory = Callable[..., Any]  # (seed, evaluation) -> dm_env.Environment
+
+ACTOR_KEYS = ["wall_time_s", "actor_steps", "steps_per_s", "episode_return", "episode_length"]
+LEARNER_KEYS = ["wall_time_s", "learner_steps", "learner_steps_per_s", "loss", "q_mean"]
+EVALUATOR_KEYS = ["wall_time_s", "actor_steps", "learner_steps", "episode_return"]
+
+
+def make_replay(builder, spec: EnvironmentSpec, port: int | None = None) -> ReplayServer:
+    return ReplayServer(builder.make_replay_tables(spec), port=port)
+
+
+def make_counter(initial: dict | None = None) -> Counter:
+    counts = {"actor_steps": 0, "learner_steps": 0}
+    counts.update(initial or {})
+    return Counter(initial=counts)
+
+
+class LearnerNode:
+    """Steps the learner until stopped; serves its variables; checkpoints it."""
+
+    def __init__(
+        self,
+        builder,
+        spec: EnvironmentSpec,
+        replay,
+        counter,
+        logdir: str | None,
+        start_time: float,
+        print_every_s: float = 5.0,
+        checkpoint_every_s: float = 300.0,
+    ):
+        address = replay.address()
+        networks = builder.make_networks(spec)
+        self._stop = threading.Event()
+        iterator = RestartingIterator(
+            lambda: builder.make_dataset_iterator(address), self._stop.is_set
+        )
+        self._learner = builder.make_learner(
+            networks, spec, iterator, address,
+            counter=Counter(counter, "learner"),
+            logger=make_logger("learner", logdir, start_time, print_every_s, LEARNER_KEYS,
+                               step_key="learner_steps"),
+        )
+        self._checkpointer = None
+        if logdir:
+            self._checkpointer = Checkpointer(
+                self._learner, os.path.join(logdir, "checkpoints"), "learner",
+                interval_s=checkpoint_every_s,
+            )
+            self._checkpointer.restore()
+
+    def get_variables(self, names):
+        return self._learner.get_variables(names)
+
+    def run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._learner.step()
+                if self._checkpointer is not None:
+                    self._checkpointer.maybe_save()
+        except StopIteration:
+            pass  # The dataset ended because this node was asked to stop.
+        finally:
+            if self._checkpointer is not None:
+                self._checkpointer.save()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class ActorNode:
+    """Runs a batched actor over K environments until the step budget is spent."""
+
+    def __init__(
+        self,
+        builder,
+        environment_factory: EnvironmentFactory,
+        spec: EnvironmentSpec,
+        actor_id: int,
+        num_envs: int,
+        replay,
+        variable_source,
+        counter,
+        max_actor_steps: int,
+        logdir: str | None,
+        start_time: float,
+        seed: int,
+        print_every_s: float = 5.0,
+    ):
+        networks = builder.make_networks(spec)
+        client = reverb.Client(replay.address())
+        adders = [builder.make_adder(client) for _ in range(num_envs)]
+        policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id)
+        self._actor = builder.make_actor(policy, networks, adders, variable_source)
+        base_seed = seed * 100_003 + actor_id * num_envs
+        environment = BatchedEnvironment.from_factory(
+            lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs
+        )
+        label = "actor"
+        self._loop = BatchedEnvironmentLoop(
+            environment, self._actor, counter=Counter(counter, "actor"),
+            logger=make_logger(label, logdir, start_time,
+                               print_every_s if actor_id == 0 else 0, ACTOR_KEYS,
+                               step_key="actor_steps"),
+            should_stop=lambda counts: counts.get("actor_steps", 0) >= max_actor_steps,
+        )
+        self._max_actor_steps = max_actor_steps
+        self._counter = counter
+
+    def run(self) -> None:
+        try:
+            if self._counter.get_counts().get("actor_steps", 0) >= self._max_actor_steps:
+                return
+            self._actor.update(wait=True)
+            self._loop.run()
+        finally:
+            self._actor.close()  # Flushes every adder: the last items reach replay.
+
+    def stop(self) -> None:
+        self._loop.stop()
+
+
+class EvaluatorNode:
+    """Every `eval_every` actor steps, runs `eval_episodes` greedy episodes at once.
+
+    The episodes run in a batch of environments, one episode each, with one
+    policy call per step; each episode's return is logged as its own row.
+    """
+
+    def __init__(
+        self,
+        builder,
+        environment_factory: EnvironmentFactory,
+        spec: EnvironmentSpec,
+        variable_source,
+        counter,
+        eval_every: int,
+        eval_episodes: int,
+        logdir: str | None,
+        start_time: float,
+        seed: int,
+        print_every_s: float = 5.0,
+    ):
+        networks = builder.make_networks(spec)
+        policy = builder.make_policy(networks, spec, evaluation=True, seed=seed + 12345)
+        self._actor = builder.make_actor(policy, networks, None, variable_source)
+        self._env = BatchedEnvironment.from_factory(
+            lambda i: environment_factory(seed=seed + 10_000 + i, evaluation=True), eval_episodes
+        )
+        self._counter = counter
+        self._eval_every = eval_every
+        self._logger = make_logger("evaluator", logdir, start_time, print_every_s,
+                                   EVALUATOR_KEYS, step_key="actor_steps")
+        self._stop = threading.Event()
+        self.returns: list[float] = []
+
+    def evaluate(self) -> list[float]:
+        """Runs one episode in each environment; logs and returns their returns."""
+        self._actor.update(wait=True)
+        counts = self._counter.get_counts()
+        timestep = self._env.reset()
+        n = self._env.num_envs
+        returns, lengths = np.zeros(n), np.zeros(n, np.int64)
+        done = np.zeros(n, bool)
+        while not done.all() and not self._stop.is_set():
+            timestep = self._env.step(self._actor.select_action(timestep.observation))
+            active = ~done
+            returns[active] += timestep.reward[active]
+            lengths[active] += 1
+            done |= timestep.step_type == 2
+        if not done.all():
+            return []
+        for r, length in zip(returns, lengths):
+            row = dict(counts)
+            row.update(episode_return=float(r), episode_length=int(length))
+            self._logger.write(row)
+        self.returns.extend(returns.tolist())
+        return returns.tolist()
+
+    def run(self) -> None:
+        next_eval = 0
+        while not self._stop.is_set():
+            steps = self._counter.get_counts().get("actor_steps", 0)
+            if steps >= next_eval:
+                next_eval = (steps // self._eval_every + 1) * self._eval_every
+                self.evaluate()
+            else:
+                self._stop.wait(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:
+    """Polls `predicate` until true or `timeout_s` passes; returns its last value."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()

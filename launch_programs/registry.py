@@ -1,0 +1,38 @@
+"""The agents the command line knows: name -> config class, builder, presets.
+
+Adding an agent to the command line is one entry here; the agent itself
+never imports anything from launch_programs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentEntry:
+    config_class: type
+    builder_class: type
+    # Picks a config preset for an environment name (e.g. Atari settings).
+    preset: Callable[[str], dict[str, Any]] = lambda env: {}
+
+
+def _dqn() -> AgentEntry:
+    from agents.dqn import DQNBuilder, DQNConfig
+
+    def preset(env: str) -> dict[str, Any]:
+        if env.startswith("atari:"):
+            return {f.name: getattr(DQNConfig.atari(), f.name) for f in dataclasses.fields(DQNConfig)}
+        return {}
+
+    return AgentEntry(DQNConfig, DQNBuilder, preset)
+
+
+AGENTS: dict[str, Callable[[], AgentEntry]] = {"dqn": _dqn}
+
+
+def get_agent(name: str) -> AgentEntry:
+    if name not in AGENTS:
+        raise ValueError(f"--agent: unknown agent '{name}'; allowed: {', '.join(sorted(AGENTS))}")
+    return AGENTS[name]()

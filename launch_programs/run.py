@@ -1,0 +1,204 @@
+"""The command line: `python -m launch_programs.run --agent=dqn --env=gym:CartPole-v1 ...`.
+
+Every agent config field is also a flag (`--batch_size=64`). Bad input fails
+before anything starts, with one line naming the flag. Progress prints while
+the program runs; Ctrl-C stops it cleanly; `summary.json` is written at
+every exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import os
+import shutil
+import sys
+import time
+from typing import Any, Sequence
+
+LAUNCHERS = ("threads",)
+# The target return reported in summary.json as `first_reached`, where known.
+THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0}
+
+
+class UsageError(ValueError):
+    """A flag holds a value that is not allowed (the message names the flag)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # One line, not argparse's usage block.
+        raise UsageError(message)
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _parse_ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+
+def _flag_type(default: Any):
+    if isinstance(default, bool):
+        return _parse_bool
+    if isinstance(default, tuple):
+        return _parse_ints
+    if default is None:
+        return int
+    return type(default)
+
+
+def _base_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m launch_programs.run", add_help=False,
+                description="Train an agent. Every agent config field is also a flag.")
+    p.add_argument("--agent", default="dqn")
+    p.add_argument("--env", default="gym:CartPole-v1")
+    p.add_argument("--launch", default="threads")
+    p.add_argument("--logdir", default=None, help="default: runs/<agent>-<env>-s<seed>")
+    p.add_argument("--fresh", action="store_true", help="ignore and replace the checkpoint in --logdir")
+    p.add_argument("-h", "--help", action="store_true")
+    return p
+
+
+def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: dict) -> None:
+    for field in dataclasses.fields(cls):
+        default = defaults.get(field.name, field.default)
+        parser.add_argument(f"--{field.name}", type=_flag_type(default), default=default)
+
+
+@dataclasses.dataclass
+class RunSpec:
+    """Everything a run needs, validated."""
+
+    agent: str
+    env: str
+    launch: str
+    logdir: str
+    fresh: bool
+    agent_config: Any
+    program_config: Any
+    entry: Any
+
+
+def parse(argv: Sequence[str]) -> RunSpec | None:
+    """Parses and validates flags; returns None after printing --help."""
+    from agentkit.config import ConfigError
+    from launch_programs.agent_program import ProgramConfig
+    from launch_programs.registry import get_agent
+
+    base = _base_parser()
+    known, _ = base.parse_known_args(argv)
+    entry = get_agent(known.agent)
+    parser = _base_parser()
+    _add_dataclass_flags(parser, ProgramConfig, {})
+    _add_dataclass_flags(parser, entry.config_class, entry.preset(known.env))
+    if known.help:
+        parser.print_help()
+        return None
+    args = parser.parse_args(argv)
+    if args.launch not in LAUNCHERS:
+        raise UsageError(f"--launch: unknown launcher '{args.launch}'; allowed: {', '.join(LAUNCHERS)}")
+    values = vars(args)
+    try:
+        program_config = ProgramConfig(
+            **{f.name: values[f.name] for f in dataclasses.fields(ProgramConfig)}
+        )
+        agent_config = entry.config_class(
+            **{f.name: values[f.name] for f in dataclasses.fields(entry.config_class)}
+        )
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    env_tag = args.env.replace(":", "-").replace("/", "-")
+    logdir = args.logdir or os.path.join("runs", f"{args.agent}-{env_tag}-s{args.seed}")
+    return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
+                   program_config, entry)
+
+
+def _environment_factory(name: str, seed: int, evaluation: bool):
+    from components.environments import make_environment
+
+    return make_environment(name, seed=seed, evaluation=evaluation)
+
+
+def prepare(run: RunSpec):
+    """Makes one environment and the networks once: a mismatch fails here, before launch."""
+    from agentkit.config import ConfigError
+    from agentkit.specs import make_environment_spec
+    from components.environments import UnknownEnvironmentError
+
+    factory = functools.partial(_environment_factory, run.env)
+    try:
+        environment = factory(seed=0, evaluation=False)
+    except UnknownEnvironmentError as e:
+        raise UsageError(str(e)) from None
+    spec = make_environment_spec(environment)
+    environment.close()
+    builder = run.entry.builder_class(run.agent_config)
+    try:
+        builder.make_networks(spec)
+    except (ConfigError, ValueError) as e:
+        raise UsageError(f"--agent={run.agent} does not fit --env={run.env}: {e}") from None
+    return builder, factory, spec
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        run = parse(argv)
+        if run is None:
+            return 0
+        builder, factory, spec = prepare(run)
+    except (UsageError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from agentkit.checkpointing import Checkpointer
+    from agentkit.config import as_dict
+    from launch_programs.agent_program import make_agent_program
+    from launch_programs.summary import write_summary
+    from launch_programs.threads import ThreadsLauncher
+
+    if run.fresh and os.path.isdir(run.logdir):
+        shutil.rmtree(run.logdir)
+    os.makedirs(run.logdir, exist_ok=True)
+    start = time.time()
+    program = make_agent_program(builder, factory, spec, run.program_config, run.logdir, start,
+                                 name=run.agent)
+    launcher = ThreadsLauncher(program)
+    print(f"[run] {run.agent} on {run.env}, launch={run.launch}, "
+          f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
+          f"logdir={run.logdir}", flush=True)
+    result = launcher.launch()
+    counter = launcher.objects.get("counter")
+    counts = counter.get_counts() if counter is not None else {}
+    if counter is not None:
+        Checkpointer(counter, os.path.join(run.logdir, "checkpoints"), "counter").save()
+    summary = write_summary(
+        run.logdir, run.agent, run.env, run.launch, result.status, counts, time.time() - start,
+        as_dict(run.agent_config), as_dict(run.program_config), THRESHOLDS.get(run.env),
+    )
+    print(
+        f"[summary] status={summary['status']} actor_steps={summary['actor_steps']} "
+        f"learner_steps={summary['learner_steps']} wall_time_s={summary['wall_time_s']} "
+        f"eval_return_mean_last10={summary['eval_return_mean_last10']} "
+        f"-> {os.path.join(run.logdir, 'summary.json')}",
+        flush=True,
+    )
+    if result.error is not None:
+        print(result.error.formatted, file=sys.stderr)
+        print(f"error: {result.error}", file=sys.stderr)
+        return 1
+    return 130 if result.status == "interrupted" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

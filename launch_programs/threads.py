@@ -1,0 +1,120 @@
+"""The threads launcher: every node of a program in this process.
+
+Each node with a `run()` gets its own thread, so a rate limiter blocking the
+inserting side never blocks the sampling side. The program ends when every
+`ends_program` node has returned, when a node raises (its error is raised
+here, once), or on Ctrl-C. Shutdown stops the ending nodes first (so their
+adders flush while the learner still samples), then the others, then the
+nodes without a thread (the replay server last).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import traceback
+from typing import Any
+
+from launch_programs.program import Program
+
+
+class NodeError(RuntimeError):
+    """A node raised; carries the node's name and formatted traceback."""
+
+    def __init__(self, node: str, error: BaseException, formatted: str):
+        super().__init__(f"node {node} failed: {type(error).__name__}: {error}")
+        self.node = node
+        self.error = error
+        self.formatted = formatted
+
+
+@dataclasses.dataclass
+class LaunchResult:
+    status: str  # "completed", "interrupted" or "failed".
+    objects: dict[str, Any]
+    error: NodeError | None = None
+
+
+class ThreadsLauncher:
+    """Builds a program's nodes in order and runs them in threads."""
+
+    def __init__(self, program: Program, join_timeout_s: float = 30.0):
+        self._program = program
+        self._join_timeout_s = join_timeout_s
+        self.objects: dict[str, Any] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._errors: list[NodeError] = []
+        self._lock = threading.Lock()
+
+    def _build(self) -> None:
+        for node in self._program.nodes.values():
+            args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
+            self.objects[node.name] = node.constructor(*args, **kwargs)
+
+    def _target(self, name: str, obj: Any) -> None:
+        try:
+            obj.run()
+        except BaseException as e:  # Reported once, by the main thread.
+            with self._lock:
+                self._errors.append(NodeError(name, e, traceback.format_exc()))
+
+    def _signal_stop(self, names: list[str]) -> None:
+        for name in names:
+            stop = getattr(self.objects[name], "stop", None)
+            if stop is not None:
+                stop()
+
+    def _join(self, names: list[str]) -> None:
+        deadline = time.time() + self._join_timeout_s
+        for name in names:
+            thread = self._threads.get(name)
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.time()))
+
+    def launch(self) -> LaunchResult:
+        status = "completed"
+        try:
+            self._build()
+            for name, obj in self.objects.items():
+                if callable(getattr(obj, "run", None)):
+                    thread = threading.Thread(
+                        target=self._target, args=(name, obj), name=name, daemon=True
+                    )
+                    self._threads[name] = thread
+            for thread in self._threads.values():
+                thread.start()
+            enders = [n for n, node in self._program.nodes.items() if node.ends_program]
+            while True:
+                if self._errors:
+                    status = "failed"
+                    break
+                if enders and all(not self._threads[n].is_alive() for n in enders):
+                    break
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            status = "interrupted"
+        finally:
+            self.shutdown()
+        error = self._errors[0] if self._errors else None
+        if error is not None:
+            status = "failed"
+        return LaunchResult(status, self.objects, error)
+
+    def shutdown(self) -> None:
+        """Stops every node: runners that end the program, other runners, then the rest."""
+        nodes = self._program.nodes
+        built = [n for n in nodes if n in self.objects]
+        enders = [n for n in built if nodes[n].ends_program]
+        runners = [n for n in built if n in self._threads and n not in enders]
+        rest = [n for n in built if n not in self._threads]
+        self._signal_stop(enders)
+        self._join(enders)  # The learner still samples, so their adders can flush.
+        self._signal_stop(runners)
+        self._join(runners)
+        self._signal_stop(list(reversed(rest)))  # The replay server goes last.
+
+
+def launch_threads(program: Program, join_timeout_s: float = 30.0) -> LaunchResult:
+    """Runs `program` in this process's threads until it ends."""
+    return ThreadsLauncher(program, join_timeout_s).launch()
