@@ -8,7 +8,8 @@ toolkit depends on these, and these depend on nothing.
 from __future__ import annotations
 
 import abc
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dm_env
 import numpy as np

@@ -9,7 +9,8 @@ logged row carries every node's progress.
 from __future__ import annotations
 
 import threading
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 import numpy as np
 

@@ -14,7 +14,7 @@ Two shapes share the counting and logging:
 from __future__ import annotations
 
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import dm_env
 import numpy as np

@@ -8,7 +8,7 @@ into the local variables. Acting never waits on the fetch.
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf

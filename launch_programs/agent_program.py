@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentkit.config import require
 from agentkit.specs import EnvironmentSpec
@@ -22,7 +23,7 @@ class ProgramConfig:
     """How many of each node, and when to stop and evaluate."""
 
     num_actors: int = 2  # Actor nodes.
-    num_envs_per_actor: int = 1  # Environments each actor steps with one policy call.
+    num_envs_per_actor: int = 4  # Environments each actor steps with one policy call.
     max_actor_steps: int = 50_000  # The program ends when actors took this many steps in all.
     eval_every: int = 5_000  # Actor steps between evaluations.
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).

@@ -9,7 +9,8 @@ only through method calls, so the same graph runs under every launcher.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,8 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 LAUNCHERS = ("threads",)
 # The target return reported in summary.json as `first_reached`, where known.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import abc
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 LoggingData = Mapping[str, Any]
 

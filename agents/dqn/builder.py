@@ -6,7 +6,7 @@ launch_programs calls these methods inside whichever node needs each part.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import reverb
 import sonnet as snt

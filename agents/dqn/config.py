@@ -16,7 +16,7 @@ class DQNConfig:
     discount: float = 0.99  # gamma.
     n_step: int = 3  # Length of the n-step return (1 = one-step Q-learning).
     double_q: bool = True  # Select the bootstrap action with the online network.
-    target_update_period: int = 100  # Learner steps between target network copies.
+    target_update_period: int = 400  # Learner steps between target network copies.
     huber_loss_parameter: float = 1.0  # Quadratic region of the Huber loss.
 
     # Network.
@@ -27,12 +27,12 @@ class DQNConfig:
 
     # Optimisation.
     batch_size: int = 128  # Transitions per learner step.
-    learning_rate: float = 1e-3  # Adam step size.
+    learning_rate: float = 5e-4  # Adam step size.
     adam_epsilon: float = 1e-8  # Adam's denominator floor.
     max_gradient_norm: float = 10.0  # Global-norm gradient clipping.
 
     # Replay.
-    samples_per_insert: float = 8.0  # Items sampled per item inserted (0: no ratio).
+    samples_per_insert: float = 16.0  # Items sampled per item inserted (0: no ratio).
     min_replay_size: int = 1_000  # Items in the table before the learner may sample.
     max_replay_size: int = 100_000  # Oldest items are removed beyond this.
     prioritized: bool = True  # Prioritized sampling (else uniform).
@@ -87,7 +87,7 @@ class DQNConfig:
                 self.max_in_flight_items)
 
     @classmethod
-    def atari(cls, **overrides) -> "DQNConfig":
+    def atari(cls, **overrides) -> DQNConfig:
         """Ape-X/Rainbow-style settings for Atari (84x84x4 frames)."""
         values = dict(
             discount=0.99, n_step=3, target_update_period=2_500, torso="atari",

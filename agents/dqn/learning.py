@@ -18,7 +18,7 @@ target network is copied from the online network every
 from __future__ import annotations
 
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import reverb
@@ -74,7 +74,7 @@ class DQNLearner(core.Learner):
         self._log_every_s = log_every_s
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Create Adam's slots now, so checkpoints can be restored before a step.
-        self._optimizer._initialize(self._network.trainable_variables)  # noqa: SLF001
+        self._optimizer._initialize(self._network.trainable_variables)
         self._step_fn = tf.function(self._step)
         self._last_log = 0.0
         self._steps_since_log = 0

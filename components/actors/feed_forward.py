@@ -9,7 +9,8 @@ stream to its own adder.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import dm_env
 import numpy as np

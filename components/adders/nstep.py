@@ -21,7 +21,8 @@ another), so replay holds each observation about once, not twice.
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import dm_env
 import numpy as np

@@ -7,7 +7,7 @@ loss and write priorities back.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import reverb
 import tensorflow as tf
@@ -57,7 +57,7 @@ class RestartingIterator:
         self._iterator: Iterator | None = None
         self.restarts = 0
 
-    def __iter__(self) -> "RestartingIterator":
+    def __iter__(self) -> RestartingIterator:
         return self
 
     def __next__(self):

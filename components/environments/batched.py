@@ -8,7 +8,7 @@ has a leading K axis, so one policy call serves all K environments.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import dm_env
 import numpy as np
@@ -38,7 +38,7 @@ class BatchedEnvironment:
     @classmethod
     def from_factory(
         cls, factory: Callable[[int], dm_env.Environment], num_envs: int
-    ) -> "BatchedEnvironment":
+    ) -> BatchedEnvironment:
         """Builds `num_envs` environments with `factory(i)`."""
         return cls([factory(i) for i in range(num_envs)])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from typing import Sequence
+from collections.abc import Sequence
 
 import reverb
 
@@ -19,6 +19,7 @@ class ReplayServer:
         self._server = reverb.Server(tables=list(tables), port=port or None)
         self._host = host or "localhost"
         self._stopped = False
+        self._final_info: dict | None = None
 
     @property
     def port(self) -> int:
@@ -28,7 +29,12 @@ class ReplayServer:
         return f"{self._host}:{self._server.port}"
 
     def info(self) -> dict:
-        """Per-table size and insert/sample counts, from the server itself."""
+        """Per-table size and insert/sample counts, from the server itself.
+
+        After `stop()` it returns the figures taken just before stopping.
+        """
+        if self._final_info is not None:
+            return self._final_info
         client = reverb.Client(self.address())
         result = {}
         for name, info in client.server_info().items():
@@ -45,6 +51,7 @@ class ReplayServer:
         """Stops the server; blocked samplers and writers get an error."""
         if not self._stopped:
             self._stopped = True
+            self._final_info = self.info()
             self._server.stop()
 
 

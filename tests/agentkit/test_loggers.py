@@ -1,0 +1,40 @@
+"""Loggers: CSV keeps late columns, terminal prints at a bounded rate, rows get timestamps."""
+
+from __future__ import annotations
+
+import io
+import os
+
+from agentkit.loggers import CSVLogger, TerminalLogger, make_logger, read_csv
+
+
+def test_csv_widens_its_header_without_losing_rows(tmp_path):
+    logger = CSVLogger(str(tmp_path), "actor")
+    logger.write({"a": 1, "b": 2.5})
+    logger.write({"a": 2, "c": "x"})
+    logger.close()
+    rows = read_csv(os.path.join(tmp_path, "actor.csv"))
+    assert rows == [{"a": "1", "b": "2.5", "c": ""}, {"a": "2", "b": "", "c": "x"}]
+    resumed = CSVLogger(str(tmp_path), "actor")  # Appends under the same header.
+    resumed.write({"a": 3, "b": 1, "c": "y"})
+    resumed.close()
+    assert len(read_csv(os.path.join(tmp_path, "actor.csv"))) == 3
+
+
+def test_terminal_prints_at_most_once_per_period():
+    stream = io.StringIO()
+    logger = TerminalLogger("learner", print_every_s=60.0, keys=["steps"], stream=stream)
+    for i in range(5):
+        logger.write({"steps": i, "ignored": 1})
+    assert stream.getvalue() == "[learner] steps=0\n"
+
+
+def test_factory_adds_wall_time_and_writes_tensorboard(tmp_path):
+    logger = make_logger("evaluator", str(tmp_path), start_time=None, print_every_s=0,
+                         step_key="actor_steps")
+    logger.write({"actor_steps": 10, "episode_return": 3.0})
+    logger.close()
+    rows = read_csv(os.path.join(tmp_path, "evaluator.csv"))
+    assert list(rows[0]) == ["wall_time_s", "actor_steps", "episode_return"]
+    assert 0 <= float(rows[0]["wall_time_s"]) < 60
+    assert os.listdir(os.path.join(tmp_path, "tb", "evaluator"))

@@ -1,0 +1,127 @@
+"""DQN: config validation, the learner's math, priority write-back, the policy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import reverb
+import tensorflow as tf
+
+from agentkit.config import ConfigError
+from agentkit.environment_loop import BatchedEnvironmentLoop
+from agentkit.specs import make_environment_spec
+from agents.dqn import DQNBuilder, DQNConfig
+from agents.dqn.learning import huber
+from components.environments import BatchedEnvironment
+from tests import fakes
+
+
+@pytest.mark.parametrize("field,value", [
+    ("batch_size", 0), ("discount", 1.5), ("n_step", 0), ("torso", "resnet"),
+    ("epsilon_final", -0.1), ("max_replay_size", 10), ("learning_rate", 0.0),
+])
+def test_bad_config_values_name_their_field(field, value):
+    with pytest.raises(ConfigError, match=f"--{field}: must be"):
+        DQNConfig(**{field: value})
+
+
+def test_huber():
+    x = tf.constant([-3.0, -0.5, 0.0, 0.5, 3.0])
+    np.testing.assert_allclose(huber(x, 1.0).numpy(), [2.5, 0.125, 0.0, 0.125, 2.5])
+
+
+def _setup(reverb_server_factory, **overrides):
+    config = DQNConfig(min_replay_size=32, batch_size=16, samples_per_insert=0,
+                       hidden_sizes=(16,), head_hidden_size=16, n_step=2, **overrides)
+    builder = DQNBuilder(config)
+    env = fakes.discrete_environment(num_actions=3, episode_length=5, rewards=[1.0] * 5)
+    spec = make_environment_spec(env)
+    server, client = reverb_server_factory(builder.make_replay_tables(spec))
+    address = f"localhost:{server.port}"
+    networks = builder.make_networks(spec)
+    adders = [builder.make_adder(client) for _ in range(2)]
+    actor = builder.make_actor(builder.make_policy(networks, spec), networks, adders, None)
+    batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
+    BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
+    actor.close()
+    learner = builder.make_learner(builder.make_networks(spec), spec,
+                                   builder.make_dataset_iterator(address), address)
+    return builder, learner, client, spec
+
+
+def _priorities(client, table):
+    # Read every item's priority through a queue-free, uniform view: sample info.
+    info = client.server_info()[table]
+    assert info.current_size > 0
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        client.server_address, table, max_in_flight_samples_per_worker=1)
+    return {int(s.info.key): float(s.info.priority) for s in dataset.take(400)}
+
+
+def test_prioritized_learner_step_writes_priorities_back(reverb_server_factory):
+    builder, learner, client, _ = _setup(reverb_server_factory, prioritized=True)
+    before = _priorities(client, builder.table_name)
+    assert set(before.values()) == {1.0}  # The adder's initial priority.
+    for _ in range(5):
+        learner.step()
+    after = _priorities(client, builder.table_name)
+    changed = [k for k in after if k in before and after[k] != before[k]]
+    assert len(changed) >= 16  # At least one batch of items got |td| priorities.
+    assert learner.num_steps == 5
+
+
+def test_learner_reduces_the_loss_and_updates_the_target(reverb_server_factory):
+    builder, learner, _, spec = _setup(reverb_server_factory, prioritized=False,
+                                       target_update_period=10, learning_rate=1e-2)
+    sample = next(learner._iterator)
+    first = float(learner._step_fn(sample)["loss"])
+    for _ in range(58):
+        metrics = learner._step_fn(sample)
+    assert float(metrics["loss"]) < 0.5 * first
+    online, target = learner.get_variables(["q", "q_target"])
+    assert any(not np.array_equal(a, b) for a, b in zip(online, target))  # Step 59: stale.
+    learner._step_fn(sample)  # Step 60: the target is copied after the update.
+    online, target = learner.get_variables(["q", "q_target"])
+    for a, b in zip(online, target):
+        np.testing.assert_array_equal(a, b)
+    assert learner.num_steps == 60
+
+
+def test_learner_checkpoint_round_trip(reverb_server_factory):
+    builder, learner, _, spec = _setup(reverb_server_factory)
+    for _ in range(3):
+        learner.step()
+    state = learner.save()
+    assert int(state["num_steps"]) == 3
+    assert any(k.startswith("optimizer/") for k in state)
+    other = builder.make_learner(builder.make_networks(spec), spec, iter(()), None)
+    other.restore(state)
+    assert other.num_steps == 3
+    for a, b in zip(learner.get_variables(["q"])[0], other.get_variables(["q"])[0]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_policy_explores_then_acts_greedily_without_retracing():
+    config = DQNConfig(hidden_sizes=(8,), head_hidden_size=0, epsilon_decay_steps=100,
+                       epsilon_final=0.0)
+    builder = DQNBuilder(config)
+    spec = make_environment_spec(fakes.discrete_environment(num_actions=4))
+    networks = builder.make_networks(spec)
+    policy = builder.make_policy(networks, spec, seed=3)
+    observations = np.random.default_rng(0).uniform(-1, 1, (50, 4)).astype(np.float32)
+    early = np.asarray(policy(observations))
+    greedy = np.argmax(networks["q"](observations).numpy(), axis=-1)
+    assert (early != greedy).sum() > 10  # epsilon ~ 1: mostly random.
+    policy(observations)
+    policy(observations[:7])  # Another batch size: same trace.
+    assert policy.epsilon() == 0.0
+    np.testing.assert_array_equal(np.asarray(policy(observations)), greedy)
+    assert policy.num_traces == 1
+
+
+def test_atari_torso_is_chosen_for_frames_and_refused_for_vectors():
+    builder = DQNBuilder(DQNConfig(torso="atari"))
+    networks = builder.make_networks(make_environment_spec(fakes.fake_atari()))
+    assert networks["q"](tf.zeros((2, 84, 84, 4), tf.uint8)).shape == (2, 6)
+    with pytest.raises(ConfigError, match="--torso"):
+        builder.make_networks(make_environment_spec(fakes.discrete_environment()))

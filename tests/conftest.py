@@ -1,0 +1,25 @@
+"""Shared fixtures: an in-process Reverb server per test that asks for one."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest
+import reverb
+
+
+@pytest.fixture
+def reverb_server_factory():
+    """Starts Reverb servers for a test and stops them after it."""
+    servers = []
+
+    def make(tables):
+        server = reverb.Server(tables)
+        servers.append(server)
+        return server, reverb.Client(f"localhost:{server.port}")
+
+    yield make
+    for server in servers:
+        server.stop()

@@ -1,0 +1,140 @@
+"""Fake environments for tests: spec-driven, discrete and continuous, and a tiny Atari.
+
+They live here, in one place, and every test that needs an environment
+without a simulator uses them.
+"""
+
+from __future__ import annotations
+
+import dm_env
+import numpy as np
+from dm_env import specs
+
+
+class FakeEnvironment(dm_env.Environment):
+    """Emits observations drawn from its spec and ends episodes after `episode_length` steps.
+
+    `rewards` and `discounts`, if given, script the values of each step
+    (reward of step k is rewards[k-1]); the last step terminates (discount 0)
+    unless `truncate` is set.
+    """
+
+    def __init__(
+        self,
+        observation_spec,
+        action_spec,
+        episode_length: int = 10,
+        rewards=None,
+        truncate: bool = False,
+        seed: int = 0,
+    ):
+        self._observation_spec = observation_spec
+        self._action_spec = action_spec
+        self._episode_length = episode_length
+        self._rewards = rewards
+        self._truncate = truncate
+        self._rng = np.random.default_rng(seed)
+        self._step = 0
+        self.actions: list = []
+        self.num_resets = 0
+
+    def _observation(self):
+        spec = self._observation_spec
+        if np.issubdtype(spec.dtype, np.integer):
+            return self._rng.integers(0, 255, spec.shape).astype(spec.dtype)
+        return self._rng.uniform(-1, 1, spec.shape).astype(spec.dtype)
+
+    def reset(self) -> dm_env.TimeStep:
+        self._step = 0
+        self.num_resets += 1
+        return dm_env.restart(self._observation())
+
+    def step(self, action) -> dm_env.TimeStep:
+        self.actions.append(action)
+        self._step += 1
+        reward = np.float32(self._rewards[self._step - 1] if self._rewards is not None else 0.0)
+        if self._step >= self._episode_length:
+            if self._truncate:
+                return dm_env.truncation(reward, self._observation())
+            return dm_env.termination(reward, self._observation())
+        return dm_env.transition(reward, self._observation())
+
+    def observation_spec(self):
+        return self._observation_spec
+
+    def action_spec(self):
+        return self._action_spec
+
+    def reward_spec(self):
+        return specs.Array((), np.float32, "reward")
+
+    def discount_spec(self):
+        return specs.BoundedArray((), np.float32, 0.0, 1.0, "discount")
+
+
+def discrete_environment(num_actions: int = 3, observation_shape=(4,), **kwargs) -> FakeEnvironment:
+    return FakeEnvironment(
+        specs.Array(observation_shape, np.float32, "observation"),
+        specs.DiscreteArray(num_actions, dtype=np.int32, name="action"),
+        **kwargs,
+    )
+
+
+def continuous_environment(action_dim: int = 2, observation_shape=(4,), **kwargs) -> FakeEnvironment:
+    return FakeEnvironment(
+        specs.Array(observation_shape, np.float32, "observation"),
+        specs.BoundedArray((action_dim,), np.float32, -1.0, 1.0, "action"),
+        **kwargs,
+    )
+
+
+def fake_atari(episode_length: int = 8, **kwargs) -> FakeEnvironment:
+    """84x84x4 uint8 frames and 6 actions, as atari:Pong looks after preprocessing."""
+    return FakeEnvironment(
+        specs.BoundedArray((84, 84, 4), np.uint8, 0, 255, "observation"),
+        specs.DiscreteArray(6, dtype=np.int32, name="action"),
+        episode_length=episode_length,
+        **kwargs,
+    )
+
+
+class MatchTheSign(dm_env.Environment):
+    """A small task DQN must learn: reward 1 for the action that names the sign of x.
+
+    Observations are x ~ U(-1, 1)^2; the right action is 0 when x[0] < 0 and
+    1 otherwise. Episodes last `episode_length` steps, so random acting
+    scores half of it and a learned policy all of it.
+    """
+
+    def __init__(self, episode_length: int = 10, seed: int = 0):
+        self._length = episode_length
+        self._rng = np.random.default_rng(seed)
+        self._x = np.zeros(2, np.float32)
+        self._t = 0
+
+    def _observe(self):
+        self._x = self._rng.uniform(-1, 1, 2).astype(np.float32)
+        return self._x.copy()
+
+    def reset(self) -> dm_env.TimeStep:
+        self._t = 0
+        return dm_env.restart(self._observe())
+
+    def step(self, action) -> dm_env.TimeStep:
+        reward = np.float32(1.0 if int(action) == int(self._x[0] >= 0) else 0.0)
+        self._t += 1
+        if self._t >= self._length:
+            return dm_env.truncation(reward, self._observe())
+        return dm_env.transition(reward, self._observe())
+
+    def observation_spec(self):
+        return specs.Array((2,), np.float32, "observation")
+
+    def action_spec(self):
+        return specs.DiscreteArray(2, dtype=np.int32, name="action")
+
+    def reward_spec(self):
+        return specs.Array((), np.float32, "reward")
+
+    def discount_spec(self):
+        return specs.BoundedArray((), np.float32, 0.0, 1.0, "discount")

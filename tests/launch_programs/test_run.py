@@ -1,0 +1,77 @@
+"""The command line: one-line errors before anything starts; Ctrl-C still writes the summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from launch_programs import run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--agent=nope"], "--agent"),
+    (["--env=nope:x"], "--env"),
+    (["--env=gym:NoSuchEnv-v9"], "--env"),
+    (["--launch=mpi"], "--launch"),
+    (["--num_actors=0"], "--num_actors"),
+    (["--batch_size=0"], "--batch_size"),
+    (["--discount=2"], "--discount"),
+    (["--dueling=maybe"], "--dueling"),
+    (["--torso=atari"], "--torso"),
+    (["--max_actor_steps=-5"], "--max_actor_steps"),
+    (["--no_such_flag=1"], "--no_such_flag"),
+])
+def test_bad_input_fails_with_one_line_naming_the_flag(argv, flag, capsys, tmp_path):
+    code = run.main(argv + [f"--logdir={tmp_path}/run"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("error: ") and flag in err, err
+    assert not os.path.exists(tmp_path / "run")  # Nothing started, nothing written.
+
+
+def test_help_lists_agent_flags(capsys):
+    assert run.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--samples_per_insert" in out and "--num_envs_per_actor" in out
+
+
+def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
+    logdir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "launch_programs.run", "--env=gym:CartPole-v1",
+           "--max_actor_steps=10000000", f"--logdir={logdir}", "--print_every_s=1",
+           "--min_replay_size=200", "--batch_size=32", "--hidden_sizes=32",
+           "--head_hidden_size=32", "--eval_every=1000000"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            path = logdir / "learner.csv"
+            if path.exists() and len(path.read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the learner never logged")
+        sent = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        stopped_in = time.time() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-2000:]
+    assert stopped_in < 30, stopped_in
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert summary["actor_steps"] > 200 and summary["learner_steps"] > 0
+    assert summary["config"]["batch_size"] == 32
+    assert (logdir / "checkpoints" / "learner.npz").exists()

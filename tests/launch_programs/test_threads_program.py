@@ -1,0 +1,92 @@
+"""The generic program under the threads launcher: DQN learns; counts, CSVs, and the ratio hold."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from agentkit.loggers import read_csv
+from agentkit.specs import make_environment_spec
+from agents.dqn import DQNBuilder, DQNConfig
+from launch_programs.agent_program import ProgramConfig, make_agent_program
+from launch_programs.summary import evaluation_stats
+from launch_programs.threads import launch_threads
+from tests import fakes
+
+
+def _match_the_sign(seed, evaluation):
+    del evaluation
+    return fakes.MatchTheSign(episode_length=10, seed=seed)
+
+
+def test_dqn_learns_match_the_sign_through_threads(tmp_path):
+    config = DQNConfig(
+        hidden_sizes=(32,), head_hidden_size=32, batch_size=32, min_replay_size=200,
+        samples_per_insert=4.0, n_step=1, discount=0.9, epsilon_decay_steps=1000,
+        learning_rate=3e-3, target_update_period=50, variable_update_period=50,
+    )
+    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=5000,
+                                   eval_every=1000, eval_episodes=10, print_every_s=0)
+    spec = make_environment_spec(_match_the_sign(0, False))
+    logdir = str(tmp_path)
+    program = make_agent_program(DQNBuilder(config), _match_the_sign, spec, program_config, logdir)
+    result = launch_threads(program)
+    assert result.status == "completed", result.error and result.error.formatted
+    counts = result.objects["counter"].get_counts()
+    assert 5000 <= counts["actor_steps"] < 5000 + 2 * 100 + 4  # One count_every of overshoot.
+    # The rate limiter fixed the learn/act ratio: samples ~ spi * (inserts - min size).
+    info = result.objects["replay"].info()[DQNBuilder.table_name]
+    expected = config.samples_per_insert * (info["num_inserts"] - config.min_replay_size)
+    assert abs(info["num_samples"] - expected) <= 0.15 * expected
+    assert counts["learner_steps"] * config.batch_size <= info["num_samples"]
+    # Every transition an actor took reached the table (adders flushed at the end).
+    assert info["num_inserts"] == counts["actor_steps"]
+    stats = evaluation_stats(logdir)
+    assert stats["eval_return_mean_last10"] >= 9.0  # Random scores 5, perfect 10.
+    for label in ("actor", "learner", "evaluator"):
+        rows = read_csv(os.path.join(logdir, f"{label}.csv"))
+        assert rows and {"wall_time_s", "actor_steps", "learner_steps"} <= set(rows[0])
+    assert not [t for t in threading.enumerate() if t.name.startswith(("actor_", "learner"))]
+
+
+def test_dqn_acts_and_learns_on_atari_frames(tmp_path):
+    config = DQNConfig(torso="atari", batch_size=8, min_replay_size=64, samples_per_insert=2.0,
+                       max_replay_size=1000, head_hidden_size=32)
+    program_config = ProgramConfig(num_actors=1, num_envs_per_actor=2, max_actor_steps=300,
+                                   eval_every=10_000, eval_episodes=1, print_every_s=0)
+    factory = lambda seed, evaluation: fakes.fake_atari(episode_length=20, seed=seed)
+    spec = make_environment_spec(factory(0, False))
+    result = launch_threads(make_agent_program(DQNBuilder(config), factory, spec,
+                                               program_config, str(tmp_path)))
+    assert result.status == "completed", result.error and result.error.formatted
+    counts = result.objects["counter"].get_counts()
+    assert counts["actor_steps"] >= 300 and counts["learner_steps"] > 0
+
+
+def test_a_failing_node_stops_the_program_with_its_error(tmp_path):
+    def broken(seed, evaluation):
+        env = fakes.discrete_environment(episode_length=5, seed=seed)
+        if not evaluation and seed % 2 == 1:
+            env.step = lambda action: (_ for _ in ()).throw(RuntimeError("simulator crashed"))
+        return env
+
+    config = DQNConfig(hidden_sizes=(8,), head_hidden_size=0, batch_size=8, min_replay_size=16)
+    program_config = ProgramConfig(num_actors=2, max_actor_steps=100_000, eval_episodes=0,
+                                   print_every_s=0)
+    spec = make_environment_spec(broken(0, True))
+    result = launch_threads(make_agent_program(DQNBuilder(config), broken, spec, program_config),
+                            join_timeout_s=20)
+    assert result.status == "failed"
+    assert "simulator crashed" in str(result.error)
+    assert result.error.node.startswith("actor_")
+
+
+@pytest.mark.slow
+def test_dqn_solves_cartpole_through_threads(tmp_path):
+    from launch_programs import run
+
+    assert run.main(["--env=gym:CartPole-v1", "--num_actors=2", "--num_envs_per_actor=4",
+                     "--max_actor_steps=100000", f"--logdir={tmp_path}", "--print_every_s=0"]) == 0
+    assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 475
