@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+import dm_env
 import numpy as np
 import reverb
 
@@ -123,10 +123,9 @@ class ActorNode:
         environment = BatchedEnvironment.from_factory(
             lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs
         )
-        label = "actor"
         self._loop = BatchedEnvironmentLoop(
             environment, self._actor, counter=Counter(counter, "actor"),
-            logger=make_logger(label, logdir, start_time,
+            logger=make_logger("actor", logdir, start_time,
                                print_every_s if actor_id == 0 else 0, ACTOR_KEYS,
                                step_key="actor_steps"),
             should_stop=lambda counts: counts.get("actor_steps", 0) >= max_actor_steps,
@@ -194,7 +193,7 @@ class EvaluatorNode:
             active = ~done
             returns[active] += timestep.reward[active]
             lengths[active] += 1
-            done |= timestep.step_type == 2
+            done |= timestep.step_type == dm_env.StepType.LAST
         if not done.all():
             return []
         for r, length in zip(returns, lengths):
@@ -216,13 +215,3 @@ class EvaluatorNode:
 
     def stop(self) -> None:
         self._stop.set()
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:
-    """Polls `predicate` until true or `timeout_s` passes; returns its last value."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval_s)
-    return predicate()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Sequence
 
 import reverb
@@ -53,8 +52,3 @@ class ReplayServer:
             self._stopped = True
             self._final_info = self.info()
             self._server.stop()
-
-
-def hostname_for_clients() -> str:
-    """A name other machines can use to reach this host."""
-    return socket.gethostname()

@@ -56,7 +56,10 @@ def test_dqn_acts_and_learns_on_atari_frames(tmp_path):
                        max_replay_size=1000, head_hidden_size=32)
     program_config = ProgramConfig(num_actors=1, num_envs_per_actor=2, max_actor_steps=300,
                                    eval_every=10_000, eval_episodes=1, print_every_s=0)
-    factory = lambda seed, evaluation: fakes.fake_atari(episode_length=20, seed=seed)
+
+    def factory(seed, evaluation):
+        return fakes.fake_atari(episode_length=20, seed=seed)
+
     spec = make_environment_spec(factory(0, False))
     result = launch_threads(make_agent_program(DQNBuilder(config), factory, spec,
                                                program_config, str(tmp_path)))
