@@ -40,6 +40,8 @@ class CSVLogger(Logger):
     def write(self, data: LoggingData) -> None:
         row = {k: _format(v) for k, v in data.items()}
         with self._lock:
+            if self._file.closed:
+                return  # Another node sharing this file already closed it at shutdown.
             new = [k for k in row if k not in self._fields]
             if new:
                 self._widen(self._fields + new)
@@ -59,9 +61,31 @@ class CSVLogger(Logger):
         self._fields = fields
         self._file = open(self.path, "a", newline="")
 
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+_SHARED: dict[str, CSVLogger] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_csv_logger(directory: str, label: str) -> CSVLogger:
+    """One CSVLogger per file in this process.
+
+    Nodes of the same kind (all actors) write one file; sharing the writer
+    keeps their rows whole and the header consistent when it widens.
+    """
+    path = os.path.abspath(os.path.join(directory, f"{label}.csv"))
+    with _SHARED_LOCK:
+        logger = _SHARED.get(path)
+        if logger is None or logger.closed:
+            logger = _SHARED[path] = CSVLogger(directory, label)
+        return logger
 
 
 def read_csv(path: str) -> list[dict[str, str]]:

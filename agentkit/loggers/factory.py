@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentkit.loggers.base import Logger, LoggerGroup, TimestampedLogger
-from agentkit.loggers.csv_logger import CSVLogger
+from agentkit.loggers.csv_logger import shared_csv_logger
 from agentkit.loggers.terminal import TerminalLogger
 
 
@@ -25,7 +25,7 @@ def make_logger(
     if print_every_s > 0:
         loggers.append(TerminalLogger(label, print_every_s, keys=terminal_keys))
     if logdir:
-        loggers.append(CSVLogger(logdir, label))
+        loggers.append(shared_csv_logger(logdir, label))
         if tensorboard:
             from agentkit.loggers.tensorboard import TensorBoardLogger
 

@@ -38,3 +38,27 @@ def test_factory_adds_wall_time_and_writes_tensorboard(tmp_path):
     assert list(rows[0]) == ["wall_time_s", "actor_steps", "episode_return"]
     assert 0 <= float(rows[0]["wall_time_s"]) < 60
     assert os.listdir(os.path.join(tmp_path, "tb", "evaluator"))
+
+
+def test_nodes_of_one_kind_share_one_csv_under_threads(tmp_path):
+    import threading
+
+    loggers = [make_logger("actor", str(tmp_path), print_every_s=0, tensorboard=False)
+               for _ in range(4)]
+    barrier = threading.Barrier(4)
+
+    def work(i, logger):
+        barrier.wait()
+        for j in range(50):
+            logger.write({"actor": i, "j": j} if j else {"actor": i, "j": j, f"late_{i}": 1})
+
+    threads = [threading.Thread(target=work, args=(i, lg)) for i, lg in enumerate(loggers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = read_csv(os.path.join(tmp_path, "actor.csv"))
+    assert len(rows) == 200
+    assert sorted((r["actor"], r["j"]) for r in rows) == sorted(
+        (str(i), str(j)) for i in range(4) for j in range(50))
+    assert {f"late_{i}" for i in range(4)} <= set(rows[0])
