@@ -128,14 +128,17 @@ class ActorNode:
             logger=make_logger("actor", logdir, start_time,
                                print_every_s if actor_id == 0 else 0, ACTOR_KEYS,
                                step_key="actor_steps"),
-            should_stop=lambda counts: counts.get("actor_steps", 0) >= max_actor_steps,
+            should_stop=self._budget_spent,
         )
         self._max_actor_steps = max_actor_steps
         self._counter = counter
 
+    def _budget_spent(self, counts) -> bool:
+        return counts.get("actor_steps", 0) >= self._max_actor_steps
+
     def run(self) -> None:
         try:
-            if self._counter.get_counts().get("actor_steps", 0) >= self._max_actor_steps:
+            if self._budget_spent(self._counter.get_counts()):
                 return
             self._actor.update(wait=True)
             self._loop.run()

@@ -76,7 +76,6 @@ class DQNLearner(core.Learner):
         # Create Adam's slots now, so checkpoints can be restored before a step.
         self._optimizer._initialize(self._network.trainable_variables)
         self._step_fn = tf.function(self._step)
-        self._last_log = 0.0
         self._steps_since_log = 0
         self._time_of_log = time.time()
 

@@ -59,7 +59,6 @@ class NStepTransitionAdder(Adder):
             raise ValueError(f"n_step must be >= 1, got {n_step}")
         if not 0.0 <= discount <= 1.0:
             raise ValueError(f"discount must be in [0, 1], got {discount}")
-        self._client = client
         self._table = table
         self._n = n_step
         self._gamma = discount
