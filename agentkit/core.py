@@ -8,6 +8,7 @@ toolkit depends on these, and these depend on nothing.
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,16 @@ import numpy as np
 
 # A flat mapping of names to arrays: what a Saveable hands to a checkpointer.
 State = Mapping[str, np.ndarray]
+
+
+# A process that serves others (the replay server) names this host in the
+# addresses it hands out; a launcher sets it to the machine's IP on clusters.
+ADVERTISE_HOST_ENV = "AGENTKIT_ADVERTISE_HOST"
+
+
+def advertised_host() -> str:
+    """The host name other processes should use to reach this one."""
+    return os.environ.get(ADVERTISE_HOST_ENV) or "localhost"
 
 
 class Actor(abc.ABC):

@@ -9,6 +9,7 @@ logged row carries every node's progress.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -17,6 +18,18 @@ import numpy as np
 
 class CounterLike(Protocol):
     def increment(self, **counts: float) -> dict[str, float]: ...
+
+    def flush(self) -> dict[str, float]:
+        """Sends pending increments to the parent; returns the parent's counts."""
+        if self._parent is None:
+            return self.get_counts()
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._last_sync = time.monotonic()
+        counts = self._parent.increment(**pending)
+        with self._lock:
+            self._parent_counts = dict(counts)
+        return counts
 
     def get_counts(self) -> dict[str, float]: ...
 
@@ -29,11 +42,19 @@ class Counter:
         parent: CounterLike | None = None,
         prefix: str = "",
         initial: Mapping[str, float] | None = None,
+        sync_every_s: float = 0.0,
     ):
+        """With `sync_every_s > 0`, a child sends its increments to the parent
+        at most that often (the parent may be in another process: one call per
+        step would cost more than the step); `flush()` sends what is pending."""
         self._parent = parent
         self._prefix = prefix
         self._lock = threading.Lock()
         self._counts: dict[str, float] = dict(initial or {})
+        self._sync_every_s = sync_every_s
+        self._pending: dict[str, float] = {}
+        self._last_sync = 0.0
+        self._parent_counts: dict[str, float] = {}
 
     def _key(self, name: str) -> str:
         return f"{self._prefix}_{name}" if self._prefix else name
@@ -42,11 +63,33 @@ class Counter:
         """Adds `counts` (with this counter's prefix) and returns all counts."""
         prefixed = {self._key(k): v for k, v in counts.items()}
         if self._parent is not None:
-            return self._parent.increment(**prefixed)
+            if self._sync_every_s <= 0:
+                return self._parent.increment(**prefixed)
+            with self._lock:
+                for key, value in prefixed.items():
+                    self._pending[key] = self._pending.get(key, 0) + value
+                if time.monotonic() - self._last_sync < self._sync_every_s:
+                    merged = dict(self._parent_counts)
+                    for key, value in self._pending.items():
+                        merged[key] = merged.get(key, 0) + value
+                    return merged
+            return self.flush()
         with self._lock:
             for key, value in prefixed.items():
                 self._counts[key] = self._counts.get(key, 0) + value
             return dict(self._counts)
+
+    def flush(self) -> dict[str, float]:
+        """Sends pending increments to the parent; returns the parent's counts."""
+        if self._parent is None:
+            return self.get_counts()
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._last_sync = time.monotonic()
+        counts = self._parent.increment(**pending)
+        with self._lock:
+            self._parent_counts = dict(counts)
+        return counts
 
     def get_counts(self) -> dict[str, float]:
         """Returns the root counter's counts."""

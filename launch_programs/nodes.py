@@ -59,12 +59,15 @@ class LearnerNode:
         address = replay.address()
         networks = builder.make_networks(spec)
         self._stop = threading.Event()
+        # One counter call per learner step would cost a round trip when the
+        # counter is another process: batch them.
+        self._counter = Counter(counter, "learner", sync_every_s=0.25)
         iterator = RestartingIterator(
             lambda: builder.make_dataset_iterator(address), self._stop.is_set
         )
         self._learner = builder.make_learner(
             networks, spec, iterator, address,
-            counter=Counter(counter, "learner"),
+            counter=self._counter,
             logger=make_logger("learner", logdir, start_time, print_every_s, LEARNER_KEYS,
                                step_key="learner_steps"),
         )
@@ -88,6 +91,7 @@ class LearnerNode:
         except StopIteration:
             pass  # The dataset ended because this node was asked to stop.
         finally:
+            self._counter.flush()
             if self._checkpointer is not None:
                 self._checkpointer.save()
 
@@ -104,6 +108,7 @@ class ActorNode:
         environment_factory: EnvironmentFactory,
         spec: EnvironmentSpec,
         actor_id: int,
+        num_actors: int,
         num_envs: int,
         replay,
         variable_source,
@@ -117,7 +122,8 @@ class ActorNode:
         networks = builder.make_networks(spec)
         client = reverb.Client(replay.address())
         adders = [builder.make_adder(client) for _ in range(num_envs)]
-        policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id)
+        policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id,
+                                     actor_id=actor_id, num_actors=num_actors)
         self._actor = builder.make_actor(policy, networks, adders, variable_source)
         base_seed = seed * 100_003 + actor_id * num_envs
         environment = BatchedEnvironment.from_factory(
@@ -135,6 +141,10 @@ class ActorNode:
 
     def _budget_spent(self, counts) -> bool:
         return counts.get("actor_steps", 0) >= self._max_actor_steps
+
+    def steps(self) -> int:
+        """Environment steps this actor took (since its process started)."""
+        return self._loop.steps
 
     def run(self) -> None:
         try:

@@ -67,3 +67,20 @@ class Program:
             return lookup(value) if isinstance(value, Handle) else value
 
         return tuple(one(a) for a in node.args), {k: one(v) for k, v in node.kwargs.items()}
+
+
+class NodeError(RuntimeError):
+    """A node raised; carries the node's name and formatted traceback."""
+
+    def __init__(self, node: str, error: BaseException, formatted: str):
+        super().__init__(f"node {node} failed: {type(error).__name__}: {error}")
+        self.node = node
+        self.error = error
+        self.formatted = formatted
+
+
+@dataclasses.dataclass
+class LaunchResult:
+    status: str  # "completed", "interrupted" or "failed".
+    objects: dict[str, Any]
+    error: NodeError | None = None

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-LAUNCHERS = ("threads",)
+LAUNCHERS = ("threads", "ray")
 # The target return reported in summary.json as `first_reached`, where known.
 THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0}
 
@@ -89,12 +89,14 @@ class RunSpec:
     agent_config: Any
     program_config: Any
     entry: Any
+    ray_config: Any = None
 
 
 def parse(argv: Sequence[str]) -> RunSpec | None:
     """Parses and validates flags; returns None after printing --help."""
     from agentkit.config import ConfigError
     from launch_programs.agent_program import ProgramConfig
+    from launch_programs.ray_launcher import RayConfig
     from launch_programs.registry import get_agent
 
     base = _base_parser()
@@ -102,6 +104,7 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     entry = get_agent(known.agent)
     parser = _base_parser()
     _add_dataclass_flags(parser, ProgramConfig, {})
+    _add_dataclass_flags(parser, RayConfig, {})
     _add_dataclass_flags(parser, entry.config_class, entry.preset(known.env))
     if known.help:
         parser.print_help()
@@ -117,12 +120,15 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
         agent_config = entry.config_class(
             **{f.name: values[f.name] for f in dataclasses.fields(entry.config_class)}
         )
+        ray_config = RayConfig(**{f.name: values[f.name] for f in dataclasses.fields(RayConfig)})
     except ConfigError as e:
         raise UsageError(str(e)) from None
     env_tag = args.env.replace(":", "-").replace("/", "-")
     logdir = args.logdir or os.path.join("runs", f"{args.agent}-{env_tag}-s{args.seed}")
+    # Absolute: node processes need not share this process's working directory.
+    logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
-                   program_config, entry)
+                   program_config, entry, ray_config)
 
 
 def _environment_factory(name: str, seed: int, evaluation: bool):
@@ -166,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agentkit.checkpointing import Checkpointer
     from agentkit.config import as_dict
     from launch_programs.agent_program import make_agent_program
+    from launch_programs.ray_launcher import RayLauncher
     from launch_programs.summary import write_summary
     from launch_programs.threads import ThreadsLauncher
 
@@ -175,18 +182,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.time()
     program = make_agent_program(builder, factory, spec, run.program_config, run.logdir, start,
                                  name=run.agent)
-    launcher = ThreadsLauncher(program)
+    if run.launch == "ray":
+        launcher = RayLauncher(program, run.ray_config)
+    else:
+        launcher = ThreadsLauncher(program)
     print(f"[run] {run.agent} on {run.env}, launch={run.launch}, "
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
-    result = launcher.launch()
-    counter = launcher.objects.get("counter")
-    counts = counter.get_counts() if counter is not None else {}
-    if counter is not None:
-        Checkpointer(counter, os.path.join(run.logdir, "checkpoints"), "counter").save()
+    try:
+        result = launcher.launch()
+        counter = result.objects.get("counter")
+        counts = counter.get_counts() if counter is not None else {}
+        if counter is not None:
+            Checkpointer(counter, os.path.join(run.logdir, "checkpoints"), "counter").save()
+    finally:
+        launcher.close()  # Under ray: no node process outlives the run.
+    extra = {"node_restarts": dict(launcher.restarts)} if run.launch == "ray" else None
     summary = write_summary(
         run.logdir, run.agent, run.env, run.launch, result.status, counts, time.time() - start,
-        as_dict(run.agent_config), as_dict(run.program_config), THRESHOLDS.get(run.env),
+        as_dict(run.agent_config), as_dict(run.program_config), THRESHOLDS.get(run.env), extra,
     )
     print(
         f"[summary] status={summary['status']} actor_steps={summary['actor_steps']} "

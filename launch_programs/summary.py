@@ -51,8 +51,12 @@ def write_summary(
     config: dict[str, Any],
     program: dict[str, Any],
     threshold: float | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Writes `<logdir>/summary.json` atomically and returns its content."""
+    """Writes `<logdir>/summary.json` atomically and returns its content.
+
+    `extra` adds launcher facts (for example the node restarts under ray).
+    """
     actor_steps = int(counts.get("actor_steps", 0))
     learner_steps = int(counts.get("learner_steps", 0))
     wall = max(wall_time_s, 1e-9)
@@ -68,6 +72,7 @@ def write_summary(
         "learner_steps_per_s": round(learner_steps / wall, 1),
     }
     summary.update(evaluation_stats(logdir, threshold))
+    summary.update(extra or {})
     summary["config"] = config
     summary["program"] = program
     os.makedirs(logdir, exist_ok=True)

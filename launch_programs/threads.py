@@ -10,30 +10,12 @@ nodes without a thread (the replay server last).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 import traceback
 from typing import Any
 
-from launch_programs.program import Program
-
-
-class NodeError(RuntimeError):
-    """A node raised; carries the node's name and formatted traceback."""
-
-    def __init__(self, node: str, error: BaseException, formatted: str):
-        super().__init__(f"node {node} failed: {type(error).__name__}: {error}")
-        self.node = node
-        self.error = error
-        self.formatted = formatted
-
-
-@dataclasses.dataclass
-class LaunchResult:
-    status: str  # "completed", "interrupted" or "failed".
-    objects: dict[str, Any]
-    error: NodeError | None = None
+from launch_programs.program import LaunchResult, NodeError, Program
 
 
 class ThreadsLauncher:
@@ -100,6 +82,9 @@ class ThreadsLauncher:
         if error is not None:
             status = "failed"
         return LaunchResult(status, self.objects, error)
+
+    def close(self) -> None:
+        """Nothing to release: the nodes lived in this process."""
 
     def shutdown(self) -> None:
         """Stops every node: runners that end the program, other runners, then the rest."""

@@ -138,3 +138,9 @@ class MatchTheSign(dm_env.Environment):
 
     def discount_spec(self):
         return specs.BoundedArray((), np.float32, 0.0, 1.0, "discount")
+
+
+def match_the_sign(seed: int = 0, evaluation: bool = False) -> MatchTheSign:
+    """An environment factory (module level, so node processes can import it)."""
+    del evaluation
+    return MatchTheSign(episode_length=10, seed=seed)

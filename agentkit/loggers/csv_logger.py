@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import os
 import threading
 from typing import Any
@@ -24,24 +26,50 @@ class CSVLogger(Logger):
     When a row brings a key that the header lacks, the file is rewritten with
     the wider header (rare: keys settle after the first rows), so no value is
     ever lost. Appending to an existing file keeps its header, so a resumed
-    run continues the same file.
+    run continues the same file. Writers in several processes (actors under
+    the ray launcher) may share one file: each write holds a lock file and
+    first picks up a header that another process widened.
     """
 
     def __init__(self, directory: str, label: str):
         os.makedirs(directory, exist_ok=True)
         self.path = os.path.join(directory, f"{label}.csv")
         self._lock = threading.Lock()
+        self._lock_path = os.path.join(directory, f".{label}.csv.lock")
         self._fields: list[str] = []
+        with self._file_lock():
+            self._open()
+
+    def _open(self) -> None:
+        """(Re)opens the file for appending and reads its header."""
+        self._fields = []
         if os.path.exists(self.path) and os.path.getsize(self.path) > 0:
             with open(self.path, newline="") as f:
                 self._fields = next(csv.reader(f), [])
         self._file = open(self.path, "a", newline="")
+        self._inode = os.fstat(self._file.fileno()).st_ino
+
+    @contextlib.contextmanager
+    def _file_lock(self):
+        with open(self._lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def write(self, data: LoggingData) -> None:
         row = {k: _format(v) for k, v in data.items()}
-        with self._lock:
+        with self._lock, self._file_lock():
             if self._file.closed:
                 return  # Another node sharing this file already closed it at shutdown.
+            try:
+                replaced = os.stat(self.path).st_ino != self._inode
+            except FileNotFoundError:
+                replaced = True
+            if replaced:  # Another process widened (rewrote) the file.
+                self._file.close()
+                self._open()
             new = [k for k in row if k not in self._fields]
             if new:
                 self._widen(self._fields + new)
@@ -60,6 +88,7 @@ class CSVLogger(Logger):
         os.replace(tmp, self.path)
         self._fields = fields
         self._file = open(self.path, "a", newline="")
+        self._inode = os.fstat(self._file.fileno()).st_ino
 
     @property
     def closed(self) -> bool:

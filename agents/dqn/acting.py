@@ -6,6 +6,7 @@ over the steps this policy has taken, so acting costs one call per batch.
 
 from __future__ import annotations
 
+import numpy as np
 import sonnet as snt
 import tensorflow as tf
 import tree
@@ -31,6 +32,7 @@ class EpsilonGreedyPolicy(tf.Module):
     ):
         super().__init__(name="epsilon_greedy")
         self._network = network
+        self.spec = spec
         self._num_actions = num_discrete_actions(spec)
         self._epsilon_init = float(epsilon_init)
         self._epsilon_final = float(epsilon_final)
@@ -68,3 +70,44 @@ class EpsilonGreedyPolicy(tf.Module):
     def num_traces(self) -> int:
         """How many times the policy was traced (1 after warm-up: no retracing)."""
         return self._policy.experimental_get_tracing_count()
+
+
+def apex_epsilon(actor_id: int, num_actors: int, base: float = 0.4, alpha: float = 7.0) -> float:
+    """Ape-X's fixed exploration of actor i of N: base ** (1 + alpha * i / (N - 1))."""
+    if num_actors <= 1:
+        return base
+    return base ** (1.0 + alpha * actor_id / (num_actors - 1))
+
+
+class TDPriority(tf.Module):
+    """|R + D max_a Q(o', a) - Q(o, a)| of a batch of n-step transitions.
+
+    The actor's own (online) network judges what it writes, as in Ape-X, so
+    new transitions enter replay with a priority the learner would give them
+    instead of a constant. One compiled call per actor step.
+    """
+
+    def __init__(self, network: snt.Module, spec: EnvironmentSpec):
+        super().__init__(name="td_priority")
+        self._network = network
+        self._action_dtype = spec.actions.dtype
+        observation = tree.map_structure(
+            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations
+        )
+        scalar = tf.TensorSpec((None,), tf.float32)
+        action = tf.TensorSpec((None,), spec.actions.dtype)
+        self._fn = tf.function(
+            self._priorities, input_signature=[observation, action, scalar, scalar, observation]
+        )
+
+    def _priorities(self, o_tm1, a_tm1, r_t, d_t, o_t):
+        # One forward pass over both observations.
+        both = tree.map_structure(lambda a, b: tf.concat([a, b], axis=0), o_tm1, o_t)
+        q_tm1_all, q_t_all = tf.split(self._network(both), 2, axis=0)
+        q_tm1 = tf.gather(q_tm1_all, tf.cast(a_tm1, tf.int32), batch_dims=1)
+        return tf.abs(r_t + d_t * tf.reduce_max(q_t_all, axis=-1) - q_tm1)
+
+    def __call__(self, transitions) -> np.ndarray:
+        o_tm1, a_tm1, r_t, d_t, o_t = transitions
+        return self._fn(o_tm1, np.asarray(a_tm1, self._action_dtype), np.asarray(r_t, np.float32),
+                        np.asarray(d_t, np.float32), o_t).numpy()

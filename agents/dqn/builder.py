@@ -15,7 +15,7 @@ from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
-from agents.dqn.acting import EpsilonGreedyPolicy
+from agents.dqn.acting import EpsilonGreedyPolicy, TDPriority, apex_epsilon
 from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
@@ -57,19 +57,33 @@ class DQNBuilder:
         )
         return iter(dataset)
 
+    @property
+    def _actor_priorities(self) -> bool:
+        return self.config.prioritized and self.config.actor_priorities
+
     def make_adder(self, replay_client: reverb.Client) -> Adder:
         c = self.config
         return NStepTransitionAdder(
             replay_client, self.table_name, n_step=c.n_step, discount=c.discount,
             max_in_flight_items=c.max_in_flight_items,
+            defer_items=self._actor_priorities,  # The actor writes them with priorities.
         )
 
     def make_policy(
-        self, networks: Networks, spec: EnvironmentSpec, evaluation: bool = False, seed: int = 0
+        self,
+        networks: Networks,
+        spec: EnvironmentSpec,
+        evaluation: bool = False,
+        seed: int = 0,
+        actor_id: int = 0,
+        num_actors: int = 1,
     ) -> EpsilonGreedyPolicy:
         c = self.config
         if evaluation:
             return EpsilonGreedyPolicy(networks["q"], spec, c.epsilon_eval, c.epsilon_eval, 0, seed)
+        if c.apex_epsilons:
+            epsilon = apex_epsilon(actor_id, num_actors)
+            return EpsilonGreedyPolicy(networks["q"], spec, epsilon, epsilon, 0, seed)
         return EpsilonGreedyPolicy(
             networks["q"], spec, c.epsilon_init, c.epsilon_final, c.epsilon_decay_steps, seed
         )
@@ -89,10 +103,13 @@ class DQNBuilder:
                 variable_source, {"q": networks["q"].variables},
                 update_period=self.config.variable_update_period,
             )
+        priority_fn = None
+        if adders and self._actor_priorities:
+            priority_fn = TDPriority(networks["q"], policy.spec)
         if batched:
-            return BatchedFeedForwardActor(policy, adders, client)
+            return BatchedFeedForwardActor(policy, adders, client, priority_fn)
         adder = adders[0] if adders else None
-        return FeedForwardActor(policy, adder, client)
+        return FeedForwardActor(policy, adder, client, priority_fn)
 
     def make_learner(
         self,
@@ -113,6 +130,9 @@ class DQNBuilder:
             iterator=iterator,
             learning_rate=c.learning_rate,
             target_update_period=c.target_update_period,
+            target_update_tau=c.target_update_tau,
+            learning_rate_final=c.learning_rate_final,
+            learning_rate_decay_steps=c.learning_rate_decay_steps,
             huber_loss_parameter=c.huber_loss_parameter,
             importance_sampling_exponent=c.importance_sampling_exponent if c.prioritized else 0.0,
             max_gradient_norm=c.max_gradient_norm,

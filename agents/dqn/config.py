@@ -16,7 +16,8 @@ class DQNConfig:
     discount: float = 0.99  # gamma.
     n_step: int = 3  # Length of the n-step return (1 = one-step Q-learning).
     double_q: bool = True  # Select the bootstrap action with the online network.
-    target_update_period: int = 400  # Learner steps between target network copies.
+    target_update_period: int = 100  # Learner steps between target network copies.
+    target_update_tau: float = 0.0  # If > 0: Polyak-average the target every step instead.
     huber_loss_parameter: float = 1.0  # Quadratic region of the Huber loss.
 
     # Network.
@@ -28,6 +29,8 @@ class DQNConfig:
     # Optimisation.
     batch_size: int = 128  # Transitions per learner step.
     learning_rate: float = 5e-4  # Adam step size.
+    learning_rate_final: float = 2.5e-5  # Rate at the end of the decay.
+    learning_rate_decay_steps: int = 12_500  # Learner steps of linear decay (0: constant rate).
     adam_epsilon: float = 1e-8  # Adam's denominator floor.
     max_gradient_norm: float = 10.0  # Global-norm gradient clipping.
 
@@ -38,6 +41,7 @@ class DQNConfig:
     prioritized: bool = True  # Prioritized sampling (else uniform).
     priority_exponent: float = 0.6  # alpha: how strongly priorities shape sampling.
     importance_sampling_exponent: float = 0.4  # beta: correction for the non-uniform sampling.
+    actor_priorities: bool = True  # Actors give new items their |TD| (Ape-X); else priority 1.
     prefetch_size: int = 4  # Batches prefetched by the dataset.
 
     # Acting.
@@ -45,6 +49,7 @@ class DQNConfig:
     epsilon_final: float = 0.01  # Exploration after the decay.
     epsilon_decay_steps: int = 10_000  # Actor steps (per actor) of linear decay.
     epsilon_eval: float = 0.0  # The evaluator's epsilon (greedy).
+    apex_epsilons: bool = False  # Actor i of N: fixed 0.4^(1 + 7 i / (N - 1)), no decay (Ape-X).
     variable_update_period: int = 100  # Actor steps between weight fetches.
     max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
@@ -54,6 +59,12 @@ class DQNConfig:
         require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
         require(self.target_update_period >= 1, "target_update_period", ">= 1",
                 self.target_update_period)
+        require(0.0 <= self.target_update_tau <= 1.0, "target_update_tau", "in [0, 1]",
+                self.target_update_tau)
+        require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",
+                self.learning_rate_decay_steps)
+        require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
+                self.learning_rate_final)
         require(self.huber_loss_parameter > 0, "huber_loss_parameter", "> 0",
                 self.huber_loss_parameter)
         require(self.torso in ("auto", "mlp", "atari"), "torso", "one of auto, mlp, atari",
@@ -94,7 +105,7 @@ class DQNConfig:
             batch_size=32, learning_rate=6.25e-5, adam_epsilon=1.5e-4,
             samples_per_insert=8.0, min_replay_size=20_000, max_replay_size=1_000_000,
             epsilon_final=0.01, epsilon_decay_steps=250_000, epsilon_eval=0.001,
-            variable_update_period=400,
+            variable_update_period=400, learning_rate_decay_steps=0,
         )
         values.update(overrides)
         return cls(**values)

@@ -47,6 +47,9 @@ class DQNLearner(core.Learner):
         iterator: Iterator[reverb.ReplaySample],
         learning_rate: float,
         target_update_period: int,
+        target_update_tau: float = 0.0,
+        learning_rate_final: float | None = None,
+        learning_rate_decay_steps: int = 0,
         huber_loss_parameter: float = 1.0,
         importance_sampling_exponent: float = 0.4,
         max_gradient_norm: float = 10.0,
@@ -61,8 +64,13 @@ class DQNLearner(core.Learner):
         self._network = network
         self._target_network = target_network
         self._iterator = iterator
-        self._optimizer = snt.optimizers.Adam(learning_rate, epsilon=adam_epsilon)
+        self._learning_rate = tf.Variable(learning_rate, dtype=tf.float32, trainable=False)
+        self._lr_init = float(learning_rate)
+        self._lr_final = float(learning_rate if learning_rate_final is None else learning_rate_final)
+        self._lr_decay_steps = int(learning_rate_decay_steps)
+        self._optimizer = snt.optimizers.Adam(self._learning_rate, epsilon=adam_epsilon)
         self._target_update_period = target_update_period
+        self._tau = float(target_update_tau)
         self._delta = huber_loss_parameter
         self._beta = importance_sampling_exponent
         self._max_gradient_norm = max_gradient_norm
@@ -100,18 +108,30 @@ class DQNLearner(core.Learner):
         gradients = tape.gradient(loss, variables)
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
         self._optimizer.apply(gradients, variables)
+        if self._lr_decay_steps > 0:
+            # Linear decay from the initial to the final rate, then constant.
+            fraction = tf.minimum(
+                tf.cast(self._num_steps, tf.float32) / float(self._lr_decay_steps), 1.0)
+            self._learning_rate.assign(
+                self._lr_init + fraction * (self._lr_final - self._lr_init))
         if self._replay_client is not None:
             priorities = tf.cast(tf.abs(td), tf.float64)
             self._replay_client.update_priorities(self._table, keys, priorities)
         self._num_steps.assign_add(1)
-        if self._num_steps % self._target_update_period == 0:
-            for target, source in zip(self._target_network.variables, self._network.variables):
+        pairs = zip(self._target_network.variables, self._network.variables)
+        if self._tau > 0:
+            # Polyak averaging: the target trails the online network smoothly.
+            for target, source in pairs:
+                target.assign((1.0 - self._tau) * target + self._tau * source)
+        elif self._num_steps % self._target_update_period == 0:
+            for target, source in pairs:
                 target.assign(source)
         return {
             "loss": loss,
             "q_mean": tf.reduce_mean(q_a),
             "td_abs_mean": tf.reduce_mean(tf.abs(td)),
             "grad_norm": grad_norm,
+            "learning_rate": tf.identity(self._learning_rate),
         }
 
     def step(self) -> None:

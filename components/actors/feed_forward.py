@@ -18,9 +18,28 @@ import tree
 
 from agentkit import core
 from components.adders.base import Adder
+from components.adders.nstep import PriorityFn, stack_transitions
 from components.variable_client import VariableClient
 
 Policy = Callable[[Any], Any]
+
+
+def write_with_priorities(adders: Sequence[Adder], priority_fn: PriorityFn) -> None:
+    """Gives the items waiting in deferring adders their priorities, in one call.
+
+    Ape-X: the actor computes the initial priority of what it writes, batched
+    over every environment it steps.
+    """
+    pending = [adder.pending() for adder in adders]
+    flat = [t for items in pending for t in items]
+    if not flat:
+        return
+    priorities = np.asarray(priority_fn(stack_transitions(flat))).reshape(-1)
+    start = 0
+    for adder, items in zip(adders, pending):
+        if items:
+            adder.write_pending(priorities[start:start + len(items)])
+            start += len(items)
 
 
 def _slot(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
@@ -42,10 +61,13 @@ class FeedForwardActor(core.Actor):
         policy: Policy,
         adder: Adder | None = None,
         variable_client: VariableClient | None = None,
+        priority_fn: PriorityFn | None = None,
     ):
+        """With `priority_fn`, the adder must defer its items (`defer_items=True`)."""
         self._policy = policy
         self._adder = adder
         self._client = variable_client
+        self._priority_fn = priority_fn
 
     def select_action(self, observation: Any) -> Any:
         batched = tree.map_structure(lambda x: np.expand_dims(x, 0), observation)
@@ -58,6 +80,8 @@ class FeedForwardActor(core.Actor):
     def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
         if self._adder is not None:
             self._adder.add(action, next_timestep)
+            if self._priority_fn is not None:
+                write_with_priorities([self._adder], self._priority_fn)
 
     def update(self, wait: bool = False) -> None:
         if self._client is not None:
@@ -76,10 +100,13 @@ class BatchedFeedForwardActor(core.Actor):
         policy: Policy,
         adders: Sequence[Adder] | None = None,
         variable_client: VariableClient | None = None,
+        priority_fn: PriorityFn | None = None,
     ):
+        """With `priority_fn`, the adders must defer their items (`defer_items=True`)."""
         self._policy = policy
         self._adders = list(adders or [])
         self._client = variable_client
+        self._priority_fn = priority_fn
 
     def select_action(self, observation: Any) -> np.ndarray:
         return np.asarray(self._policy(observation))
@@ -95,6 +122,8 @@ class BatchedFeedForwardActor(core.Actor):
                 adder.add_first(timestep)
             else:
                 adder.add(action[i], timestep)
+        if self._priority_fn is not None:
+            write_with_priorities(self._adders, self._priority_fn)
 
     def update(self, wait: bool = False) -> None:
         if self._client is not None:

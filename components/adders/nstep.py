@@ -27,11 +27,18 @@ from typing import Any
 import dm_env
 import numpy as np
 import reverb
+import tree
 
 from agentkit.types import Transition
 from components.adders.base import Adder
 
-PriorityFn = Callable[[Transition], float]
+# Maps a batch of transitions (a Transition of stacked arrays) to their priorities.
+PriorityFn = Callable[[Transition], np.ndarray]
+
+
+def stack_transitions(transitions: list[Transition]) -> Transition:
+    """One Transition whose fields are the given transitions' fields stacked."""
+    return tree.map_structure(lambda *xs: np.stack(xs), *transitions)
 
 
 def nstep_return(rewards, discounts, gamma: float) -> tuple[float, float]:
@@ -44,7 +51,13 @@ def nstep_return(rewards, discounts, gamma: float) -> tuple[float, float]:
 
 
 class NStepTransitionAdder(Adder):
-    """Writes n-step transitions, each with an initial priority."""
+    """Writes n-step transitions, each with an initial priority.
+
+    Priorities come from `priority_fn` over the items one step produces (1.0
+    without it). With `defer_items=True` the items wait in `pending()` until
+    `write_pending(priorities)`: a batched actor gathers them from all its
+    adders and computes every priority in one network call.
+    """
 
     def __init__(
         self,
@@ -54,6 +67,7 @@ class NStepTransitionAdder(Adder):
         discount: float,
         priority_fn: PriorityFn | None = None,
         max_in_flight_items: int = 4,
+        defer_items: bool = False,
     ):
         if n_step < 1:
             raise ValueError(f"n_step must be >= 1, got {n_step}")
@@ -64,6 +78,9 @@ class NStepTransitionAdder(Adder):
         self._gamma = discount
         self._priority_fn = priority_fn
         self._max_in_flight = max_in_flight_items
+        self._defer = defer_items
+        self._pending: list[tuple[Transition, Transition]] = []  # (references, values)
+        self._end_pending = False  # The episode ended; end it in the writer after the items.
         # Keep enough history alive for n+1 observations plus the tail steps.
         self._writer = client.trajectory_writer(num_keep_alive_refs=2 * n_step + 2)
         # Per episode: (observation, action) of steps not yet the start of an
@@ -105,12 +122,14 @@ class NStepTransitionAdder(Adder):
             self._write_oldest(last=next_timestep.last())
         if next_timestep.last():
             self._finish_episode()
+        if not self._defer:
+            self.write_pending()
 
     def _finish_episode(self) -> None:
         """Writes the transitions shorter than n, then ends the episode."""
         while self._starts:
             self._write_oldest(last=True)
-        self._writer.end_episode(clear_buffers=True)
+        self._end_pending = True  # After the items are created (write_pending).
         self._reset_episode()
 
     def _append(self, data: dict, partial: bool) -> None:
@@ -144,17 +163,33 @@ class NStepTransitionAdder(Adder):
             discount=history["nstep_discount"][-1],
             next_observation=history["observation"][self._observation_step - offset],
         )
-        priority = 1.0
-        if self._priority_fn is not None:
-            priority = float(
-                self._priority_fn(
-                    Transition(observation, action, np.float32(reward), np.float32(discount),
-                               self._last_observation)
-                )
-            )
-        self._writer.create_item(self._table, priority, trajectory)
-        self._writer.flush(self._max_in_flight)
-        self.items_written += 1
+        values = Transition(observation, action, np.float32(reward), np.float32(discount),
+                            self._last_observation)
+        self._pending.append((trajectory, values))
+
+    def pending(self) -> list[Transition]:
+        """The transitions waiting for a priority, oldest first."""
+        return [values for _, values in self._pending]
+
+    def write_pending(self, priorities: np.ndarray | None = None) -> None:
+        """Creates the pending items with `priorities` (default: from priority_fn, or 1)."""
+        if self._pending:
+            if priorities is None:
+                priorities = np.ones(len(self._pending))
+                if self._priority_fn is not None:
+                    priorities = self._priority_fn(stack_transitions(self.pending()))
+            priorities = np.asarray(priorities, np.float64).reshape(-1)
+            if len(priorities) != len(self._pending):
+                raise ValueError(f"{len(self._pending)} items pending, "
+                                 f"got {len(priorities)} priorities")
+            for (trajectory, _), priority in zip(self._pending, priorities):
+                self._writer.create_item(self._table, float(priority), trajectory)
+                self.items_written += 1
+            self._pending.clear()
+            self._writer.flush(self._max_in_flight)
+        if self._end_pending:
+            self._end_pending = False
+            self._writer.end_episode(clear_buffers=True)
 
     def reset(self) -> None:
         """Ends the current episode early.
@@ -166,7 +201,8 @@ class NStepTransitionAdder(Adder):
             self._finish_episode()
         elif self._step_open:
             self._writer.append({}, partial_step=False)  # Close the open step.
-            self._writer.end_episode(clear_buffers=True)
+            self._end_pending = True
+        self.write_pending()
         self._reset_episode()
 
     def _reset_episode(self) -> None:

@@ -6,17 +6,20 @@ from collections.abc import Sequence
 
 import reverb
 
+from agentkit.core import advertised_host
+
 
 class ReplayServer:
     """Serves `tables` on `port` (0 picks a free one).
 
     Reverb 0.14 listens on all interfaces and has no bind option; it serves
-    data, not code. `address()` names the host that other nodes should use.
+    data, not code. `address()` names the host that other nodes should use (see
+    `agentkit.core.advertised_host`).
     """
 
     def __init__(self, tables: Sequence[reverb.Table], port: int | None = None, host: str | None = None):
         self._server = reverb.Server(tables=list(tables), port=port or None)
-        self._host = host or "localhost"
+        self._host = host or advertised_host()
         self._stopped = False
         self._final_info: dict | None = None
 

@@ -16,11 +16,6 @@ from launch_programs.threads import launch_threads
 from tests import fakes
 
 
-def _match_the_sign(seed, evaluation):
-    del evaluation
-    return fakes.MatchTheSign(episode_length=10, seed=seed)
-
-
 def test_dqn_learns_match_the_sign_through_threads(tmp_path):
     config = DQNConfig(
         hidden_sizes=(32,), head_hidden_size=32, batch_size=32, min_replay_size=200,
@@ -29,9 +24,9 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
     )
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=5000,
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
-    spec = make_environment_spec(_match_the_sign(0, False))
+    spec = make_environment_spec(fakes.match_the_sign(0, False))
     logdir = str(tmp_path)
-    program = make_agent_program(DQNBuilder(config), _match_the_sign, spec, program_config, logdir)
+    program = make_agent_program(DQNBuilder(config), fakes.match_the_sign, spec, program_config, logdir)
     result = launch_threads(program)
     assert result.status == "completed", result.error and result.error.formatted
     counts = result.objects["counter"].get_counts()

@@ -46,7 +46,7 @@ def _setup(reverb_server_factory, **overrides):
     actor.close()
     learner = builder.make_learner(builder.make_networks(spec), spec,
                                    builder.make_dataset_iterator(address), address)
-    return builder, learner, client, spec
+    return builder, learner, client, spec, networks
 
 
 def _priorities(client, table):
@@ -59,7 +59,8 @@ def _priorities(client, table):
 
 
 def test_prioritized_learner_step_writes_priorities_back(reverb_server_factory):
-    builder, learner, client, _ = _setup(reverb_server_factory, prioritized=True)
+    builder, learner, client, *_ = _setup(reverb_server_factory, prioritized=True,
+                                         actor_priorities=False)
     before = _priorities(client, builder.table_name)
     assert set(before.values()) == {1.0}  # The adder's initial priority.
     for _ in range(5):
@@ -70,9 +71,41 @@ def test_prioritized_learner_step_writes_priorities_back(reverb_server_factory):
     assert learner.num_steps == 5
 
 
+def test_actors_write_td_error_priorities(reverb_server_factory):
+    builder, _, client, _, networks = _setup(reverb_server_factory, prioritized=True)
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        client.server_address, builder.table_name, max_in_flight_samples_per_worker=1)
+    checked = 0
+    for sample in dataset.take(50):
+        o, a, r, d, o_next = (np.asarray(x)[None] for x in sample.data)
+        q = networks["q"](o).numpy()[0, int(a[0])]
+        q_next = networks["q"](o_next).numpy()[0].max()
+        expected = abs(float(r[0]) + float(d[0]) * q_next - q)
+        assert float(sample.info.priority) == pytest.approx(expected, rel=1e-4, abs=1e-5)
+        checked += 1
+    assert checked == 50
+
+
+def test_apex_epsilons_follow_the_paper():
+    from agents.dqn.acting import apex_epsilon
+
+    assert apex_epsilon(0, 8) == pytest.approx(0.4)
+    assert apex_epsilon(7, 8) == pytest.approx(0.4**8)
+    assert apex_epsilon(3, 8) == pytest.approx(0.4 ** (1 + 7 * 3 / 7))
+    assert apex_epsilon(0, 1) == pytest.approx(0.4)
+    config = DQNConfig(hidden_sizes=(8,), head_hidden_size=0, apex_epsilons=True)
+    builder = DQNBuilder(config)
+    spec = make_environment_spec(fakes.discrete_environment(num_actions=4))
+    networks = builder.make_networks(spec)
+    epsilons = [builder.make_policy(networks, spec, actor_id=i, num_actors=4).epsilon()
+                for i in range(4)]
+    assert epsilons == pytest.approx([0.4 ** (1 + 7 * i / 3) for i in range(4)])
+    assert builder.make_policy(networks, spec, evaluation=True).epsilon() == 0.0
+
+
 def test_learner_reduces_the_loss_and_updates_the_target(reverb_server_factory):
     tf.random.set_seed(0)  # Fixed initial weights: the loss reduction must not depend on luck.
-    builder, learner, _, spec = _setup(reverb_server_factory, prioritized=False,
+    builder, learner, _, spec, _ = _setup(reverb_server_factory, prioritized=False,
                                        target_update_period=10, learning_rate=1e-2)
     sample = next(learner._iterator)
     first = float(learner._step_fn(sample)["loss"])
@@ -89,7 +122,7 @@ def test_learner_reduces_the_loss_and_updates_the_target(reverb_server_factory):
 
 
 def test_learner_checkpoint_round_trip(reverb_server_factory):
-    builder, learner, _, spec = _setup(reverb_server_factory)
+    builder, learner, _, spec, _ = _setup(reverb_server_factory)
     for _ in range(3):
         learner.step()
     state = learner.save()

@@ -86,13 +86,46 @@ def test_nstep_items_are_exact(name, reverb_server_factory):
 def test_initial_priorities_come_from_priority_fn(reverb_server_factory):
     server, client = reverb_server_factory(
         [reverb.Table.queue("queue", 100, signature=SIGNATURE)])
+    batches = []
+
+    def priority_fn(batch):
+        batches.append(len(batch.reward))
+        return batch.reward + 10.0
+
     adder = NStepTransitionAdder(client, "queue", n_step=2, discount=0.5,
-                                 priority_fn=lambda t: float(t.reward) + 10.0)
+                                 priority_fn=priority_fn)
     _episode(adder, 3)
     adder.close()
     priorities = [(item[2] + 10.0, p) for item, p in _read_all(server, client)]
     assert [a for a, _ in priorities] == [b for _, b in priorities]
     assert len(priorities) == 3
+    # One call per step that produced items; the episode's end writes two at once.
+    assert batches == [1, 2]
+
+
+def test_deferred_items_wait_for_their_priorities(reverb_server_factory):
+    server, client = reverb_server_factory(
+        [reverb.Table.queue("queue", 100, signature=SIGNATURE)])
+    adder = NStepTransitionAdder(client, "queue", n_step=2, discount=0.5, defer_items=True)
+    written = []
+    adder.add_first(dm_env.restart(np.float32(0)))
+    for k in range(1, 4):
+        timestep = (dm_env.termination if k == 3 else dm_env.transition)(float(k), np.float32(k))
+        adder.add(np.int32(k - 1), timestep)
+        pending = adder.pending()
+        assert adder.items_written == len(written)  # Nothing reaches replay before its priority.
+        adder.write_pending([100.0 * k + i for i in range(len(pending))])
+        written += [(float(t.observation), 100.0 * k + i) for i, t in enumerate(pending)]
+    adder.add_first(dm_env.restart(np.float32(10)))
+    adder.add(np.int32(0), dm_env.transition(1.0, np.float32(11)))
+    adder.add(np.int32(1), dm_env.termination(1.0, np.float32(12)))
+    with pytest.raises(ValueError, match="2 items pending, got 1"):
+        adder.write_pending([1.0])
+    adder.add_first(dm_env.restart(np.float32(20)))  # Writes what waits, with priority 1.
+    adder.close()
+    items = _read_all(server, client)
+    assert [(item[0], p) for item, p in items] == written + [(10.0, 1.0), (11.0, 1.0)]
+    assert written == [(0.0, 200.0), (1.0, 300.0), (2.0, 301.0)]
 
 
 def test_nstep_return_formula():

@@ -1,0 +1,309 @@
+"""The ray launcher: every node of a program in its own Ray actor process.
+
+A handle between nodes becomes a `RemoteNode` whose method calls are Ray
+calls, so the nodes' code is the same as under threads. Each node process
+serves calls on several threads (its `run()` occupies one). When a node's
+process dies, Ray rebuilds it from the same arguments and the launcher starts
+its `run()` again, up to `max_restarts` times. Shutdown follows the threads
+launcher's order (actors, then the other runners, then replay last), then
+every node process is killed and a Ray instance started here is shut down.
+
+Without `ray_address`, a local Ray instance is started on the loopback
+address with no dashboard: nothing listens on the network (Ray's ports run
+code for whoever reaches them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from typing import Any
+
+from agentkit.config import require
+from agentkit.core import ADVERTISE_HOST_ENV
+from launch_programs.program import LaunchResult, NodeError, Program
+
+
+@dataclasses.dataclass
+class RayConfig:
+    """Where the nodes run and what each may use."""
+
+    ray_address: str = ""  # "": start a local Ray on 127.0.0.1; else join it ("auto", "host:6379").
+    cpus_per_actor: float = 1.0  # CPUs reserved for each actor node.
+    learner_cpus: float = 1.0  # CPUs reserved for the learner node.
+    learner_gpus: float = 0.0  # GPUs for the learner node (where the cluster has them).
+    max_restarts: int = 3  # Restarts of one node's process before the program fails.
+
+    def __post_init__(self):
+        require(self.cpus_per_actor >= 0, "cpus_per_actor", ">= 0", self.cpus_per_actor)
+        require(self.learner_cpus >= 0, "learner_cpus", ">= 0", self.learner_cpus)
+        require(self.learner_gpus >= 0, "learner_gpus", ">= 0", self.learner_gpus)
+        require(self.max_restarts >= 0, "max_restarts", ">= 0", self.max_restarts)
+
+
+class RemoteNode:
+    """Stands for a node in another process: `node.method(*args)` runs it there.
+
+    A call that meets a restarting node is retried until `timeout_s`, so a
+    node's clients ride out its restart.
+    """
+
+    def __init__(self, name: str, handle: Any, timeout_s: float = 120.0):
+        self.name = name
+        self._handle = handle
+        self._timeout_s = timeout_s
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call(*args, **kwargs):
+            import ray
+
+            deadline = time.monotonic() + self._timeout_s
+            while True:
+                try:
+                    return ray.get(self._handle.call.remote(method, *args, **kwargs))
+                except ray.exceptions.RayActorError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+
+        call.__name__ = method
+        return call
+
+    def __repr__(self) -> str:
+        return f"RemoteNode({self.name})"
+
+
+class NodeProcess:
+    """The Ray actor that holds one node's object."""
+
+    def __init__(self, name: str, constructor, args: tuple, kwargs: dict, on_cluster: bool):
+        import ray
+
+        self._name = name
+        if on_cluster:
+            os.environ[ADVERTISE_HOST_ENV] = ray.util.get_node_ip_address()
+        _enable_gpu_memory_growth()
+        self._object = constructor(*args, **kwargs)
+
+    def __repr__(self) -> str:  # Ray prefixes the node's output with this.
+        return getattr(self, "_name", "node")
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def has_run(self) -> bool:
+        return callable(getattr(self._object, "run", None))
+
+    def call(self, method: str, *args, **kwargs):
+        return getattr(self._object, method)(*args, **kwargs)
+
+    def run(self) -> None:
+        self._object.run()
+        sys.stdout.flush()
+
+    def stop(self) -> None:
+        stop = getattr(self._object, "stop", None)
+        if stop is not None:
+            stop()
+
+
+def _enable_gpu_memory_growth() -> None:
+    """TensorFlow takes all GPU memory by default; nodes sharing a GPU must not."""
+    if "tensorflow" not in sys.modules and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return
+    import tensorflow as tf
+
+    for gpu in tf.config.list_physical_devices("GPU"):
+        tf.config.experimental.set_memory_growth(gpu, True)
+
+
+class RayLauncher:
+    """Runs a program's nodes as Ray actor processes until it ends."""
+
+    def __init__(self, program: Program, config: RayConfig | None = None,
+                 join_timeout_s: float = 30.0, startup_timeout_s: float = 300.0):
+        self._program = program
+        self._config = config or RayConfig()
+        self._join_timeout_s = join_timeout_s
+        self._startup_timeout_s = startup_timeout_s
+        self._handles: dict[str, Any] = {}
+        self.objects: dict[str, RemoteNode] = {}
+        self._runs: dict[Any, str] = {}  # In-flight run() call -> node name.
+        self._finished: set[str] = set()
+        self.restarts: dict[str, int] = {}
+        self._owns_ray = False
+
+    # -- start ---------------------------------------------------------------
+
+    def _resources(self, kind: str) -> dict:
+        c = self._config
+        if kind == "actor":
+            return {"num_cpus": c.cpus_per_actor}
+        if kind == "learner":
+            return {"num_cpus": c.learner_cpus, "num_gpus": c.learner_gpus}
+        return {"num_cpus": 0}
+
+    def _start_ray(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            return
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if self._config.ray_address:
+            ray.init(address=self._config.ray_address, log_to_driver=True)
+        else:
+            # Node processes import what this process can (packages, fakes in tests).
+            paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+            needed = sum(self._resources(n.kind)["num_cpus"] for n in self._program.nodes.values())
+            ray.init(num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
+                     include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True)
+        self._owns_ray = True
+
+    def _build(self) -> None:
+        import ray
+
+        remote_class = ray.remote(NodeProcess)
+        on_cluster = bool(self._config.ray_address)
+        for node in self._program.nodes.values():
+            args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
+            handle = remote_class.options(
+                name=None, max_restarts=self._config.max_restarts, max_concurrency=16,
+                **self._resources(node.kind),
+            ).remote(node.name, node.constructor, args, kwargs, on_cluster)
+            self._handles[node.name] = handle
+            self.objects[node.name] = RemoteNode(node.name, handle)
+        # Constructors run at once; a node waits in its constructor for the
+        # earlier nodes it calls. Wait for all, naming the first that fails.
+        deadline = time.monotonic() + self._startup_timeout_s
+        for name, handle in self._handles.items():
+            try:
+                ray.get(handle.ready.remote(), timeout=max(1.0, deadline - time.monotonic()))
+            except ray.exceptions.RayError as e:
+                raise NodeError(name, e, str(e)) from None
+
+    def node_pid(self, name: str) -> int:
+        """The process id of a node (for fault-injection tests and debugging)."""
+        import ray
+
+        return ray.get(self._handles[name].ready.remote())
+
+    def _start_run(self, name: str) -> None:
+        self._runs[self._handles[name].run.remote()] = name
+
+    # -- run -----------------------------------------------------------------
+
+    def launch(self) -> LaunchResult:
+        import ray
+
+        status, error = "completed", None
+        try:
+            self._start_ray()
+            self._build()
+            for name, handle in self._handles.items():
+                if ray.get(handle.has_run.remote()):
+                    self._start_run(name)
+            enders = [n for n, node in self._program.nodes.items() if node.ends_program]
+            while error is None:
+                if enders and all(n in self._finished for n in enders):
+                    break
+                error = self._poll(timeout_s=0.2)
+        except NodeError as e:
+            error = e
+        except KeyboardInterrupt:
+            status = "interrupted"
+        finally:
+            if ray.is_initialized():
+                self.shutdown()
+        if error is not None:
+            status = "failed"
+        return LaunchResult(status, self.objects, error)
+
+    def _poll(self, timeout_s: float) -> NodeError | None:
+        """Handles run() calls that returned: done, failed, or their process died."""
+        import ray
+
+        if not self._runs:
+            time.sleep(timeout_s)
+            return None
+        ready, _ = ray.wait(list(self._runs), num_returns=len(self._runs), timeout=timeout_s)
+        for ref in ready:
+            name = self._runs.pop(ref)
+            try:
+                ray.get(ref)
+                self._finished.add(name)
+            except ray.exceptions.RayActorError as e:
+                count = self.restarts[name] = self.restarts.get(name, 0) + 1
+                if count > self._config.max_restarts:
+                    return NodeError(name, e, f"its process died {count} times; last: {e}")
+                print(f"[ray] node {name}'s process died; restart {count} of "
+                      f"{self._config.max_restarts}", file=sys.stderr, flush=True)
+                self._start_run(name)  # Ray rebuilds the node, then runs it.
+            except ray.exceptions.RayError as e:
+                return NodeError(name, e, str(e))
+        return None
+
+    # -- stop ----------------------------------------------------------------
+
+    def _stop_and_wait(self, names: list[str]) -> None:
+        import ray
+
+        for name in names:
+            try:
+                self._handles[name].stop.remote()
+            except ray.exceptions.RayError:
+                pass
+        refs = [ref for ref, name in self._runs.items() if name in names]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=self._join_timeout_s)
+        for ref in refs:
+            self._runs.pop(ref, None)
+
+    def shutdown(self) -> None:
+        """Stops every node in the threads launcher's order; processes stay up for queries."""
+        import ray
+
+        nodes = self._program.nodes
+        built = [n for n in nodes if n in self._handles]
+        running = set(self._runs.values()) | self._finished
+        enders = [n for n in built if nodes[n].ends_program]
+        runners = [n for n in built if n in running and n not in enders]
+        rest = [n for n in built if n not in running and n not in enders]
+        self._stop_and_wait(enders)  # The learner still samples, so their adders flush.
+        self._stop_and_wait(runners)
+        for name in reversed(rest):  # The replay server goes last.
+            try:
+                ray.get(self._handles[name].stop.remote(), timeout=self._join_timeout_s)
+            except ray.exceptions.RayError:
+                pass
+
+    def close(self) -> None:
+        """Kills every node process and shuts down a Ray instance started here."""
+        import ray
+
+        if not ray.is_initialized():
+            return
+        for handle in self._handles.values():
+            try:
+                ray.kill(handle, no_restart=True)
+            except ray.exceptions.RayError:
+                pass
+        self._handles.clear()
+        if self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
+
+
+def launch_ray(program: Program, config: RayConfig | None = None) -> LaunchResult:
+    """Runs `program` as Ray processes until it ends, then releases them."""
+    launcher = RayLauncher(program, config)
+    try:
+        return launcher.launch()
+    finally:
+        launcher.close()

@@ -1,0 +1,110 @@
+"""The generic program under the ray launcher: each node its own process.
+
+Each test starts (and stops) its own local Ray, so it can check that no Ray
+process outlives the run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from agentkit.loggers import read_csv
+from agentkit.specs import make_environment_spec
+from agents.dqn import DQNBuilder, DQNConfig
+from launch_programs.agent_program import ProgramConfig, make_agent_program
+from launch_programs.ray_launcher import RayConfig, RayLauncher
+from tests import fakes
+
+ray = pytest.importorskip("ray")
+
+CONFIG = DQNConfig(
+    hidden_sizes=(16,), head_hidden_size=16, batch_size=16, min_replay_size=100,
+    samples_per_insert=2.0, n_step=1, discount=0.9, epsilon_decay_steps=500,
+    variable_update_period=50,
+)
+
+
+def _ray_processes() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()
+            if any(k in line for k in ("raylet", "gcs_server", "ray::"))]
+
+
+def _launcher(tmp_path, max_actor_steps):
+    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2,
+                                   max_actor_steps=max_actor_steps, eval_episodes=0,
+                                   print_every_s=0)
+    spec = make_environment_spec(fakes.match_the_sign())
+    program = make_agent_program(DQNBuilder(CONFIG), fakes.match_the_sign, spec,
+                                 program_config, str(tmp_path))
+    return RayLauncher(program, RayConfig(cpus_per_actor=0.5, learner_cpus=0.5))
+
+
+def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
+    assert not _ray_processes(), "another Ray instance is running"
+    launcher = _launcher(tmp_path, max_actor_steps=2000)
+    start = time.time()
+    try:
+        result = launcher.launch()
+        assert result.status == "completed", result.error and result.error.formatted
+        counts = result.objects["counter"].get_counts()
+        actor_steps = [result.objects[f"actor_{i}"].steps() for i in range(2)]
+        info = result.objects["replay"].info()[DQNBuilder.table_name]
+        pids = {launcher.node_pid(name) for name in ("replay", "counter", "learner", "actor_0")}
+    finally:
+        launcher.close()
+    elapsed = time.time() - start
+    assert len(pids) == 4  # Every node in its own process.
+    assert os.getpid() not in pids
+    # The counter's total is exactly the sum of what the actors report, and
+    # every one of those steps reached the table.
+    assert counts["actor_steps"] == sum(actor_steps) == info["num_inserts"]
+    assert 2000 <= counts["actor_steps"] < 2000 + 2 * 100 + 2 * 2
+    assert min(actor_steps) > 0
+    assert counts["learner_steps"] > 0
+    assert info["num_samples"] >= counts["learner_steps"] * CONFIG.batch_size
+    rows = read_csv(str(tmp_path / "actor.csv"))
+    assert {"wall_time_s", "actor_steps", "learner_steps", "episode_return"} <= set(rows[0])
+    assert read_csv(str(tmp_path / "learner.csv"))
+    assert launcher.restarts == {}
+    time.sleep(1.0)
+    assert not _ray_processes()
+    assert elapsed < 60
+
+
+def test_killed_actor_is_restarted_and_the_run_completes(tmp_path):
+    launcher = _launcher(tmp_path, max_actor_steps=6000)
+    killed = {}
+
+    def kill_actor_1_mid_run():
+        counter = None
+        while counter is None:
+            counter = launcher.objects.get("counter")
+            time.sleep(0.2)
+        while counter.get_counts().get("actor_steps", 0) < 1500:
+            time.sleep(0.2)
+        killed["pid"] = launcher.node_pid("actor_1")
+        os.kill(killed["pid"], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_actor_1_mid_run, daemon=True)
+    killer.start()
+    try:
+        result = launcher.launch()
+        assert result.status == "completed", result.error and result.error.formatted
+        counts = result.objects["counter"].get_counts()
+        new_pid = launcher.node_pid("actor_1")
+    finally:
+        launcher.close()
+    killer.join(5)
+    assert "pid" in killed
+    assert new_pid != killed["pid"]  # A new process took over actor_1.
+    assert launcher.restarts == {"actor_1": 1}
+    assert counts["actor_steps"] >= 6000
+    time.sleep(1.0)
+    assert not _ray_processes()
