@@ -24,7 +24,7 @@ class ProgramConfig:
 
     num_actors: int = 2  # Actor nodes.
     num_envs_per_actor: int = 4  # Environments each actor steps with one policy call.
-    max_actor_steps: int = 50_000  # The program ends when actors took this many steps in all.
+    max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
     eval_every: int = 5_000  # Actor steps between evaluations.
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
     seed: int = 0

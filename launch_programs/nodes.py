@@ -120,6 +120,9 @@ class ActorNode:
         print_every_s: float = 5.0,
     ):
         networks = builder.make_networks(spec)
+        # The loop counts at every episode end; batching the calls keeps a
+        # counter in another process from costing a round trip per episode.
+        self._actor_counter = Counter(counter, "actor", sync_every_s=0.1)
         client = reverb.Client(replay.address())
         adders = [builder.make_adder(client) for _ in range(num_envs)]
         policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id,
@@ -130,7 +133,7 @@ class ActorNode:
             lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs
         )
         self._loop = BatchedEnvironmentLoop(
-            environment, self._actor, counter=Counter(counter, "actor"),
+            environment, self._actor, counter=self._actor_counter,
             logger=make_logger("actor", logdir, start_time,
                                print_every_s if actor_id == 0 else 0, ACTOR_KEYS,
                                step_key="actor_steps"),
@@ -154,6 +157,7 @@ class ActorNode:
             self._loop.run()
         finally:
             self._actor.close()  # Flushes every adder: the last items reach replay.
+            self._actor_counter.flush()
 
     def stop(self) -> None:
         self._loop.stop()

@@ -81,13 +81,14 @@ class RemoteNode:
 class NodeProcess:
     """The Ray actor that holds one node's object."""
 
-    def __init__(self, name: str, constructor, args: tuple, kwargs: dict, on_cluster: bool):
+    def __init__(self, name: str, constructor, args: tuple, kwargs: dict, on_cluster: bool,
+                 tf_threads: int = 0):
         import ray
 
         self._name = name
         if on_cluster:
             os.environ[ADVERTISE_HOST_ENV] = ray.util.get_node_ip_address()
-        _enable_gpu_memory_growth()
+        _configure_tensorflow(tf_threads)
         self._object = constructor(*args, **kwargs)
 
     def __repr__(self) -> str:  # Ray prefixes the node's output with this.
@@ -112,12 +113,18 @@ class NodeProcess:
             stop()
 
 
-def _enable_gpu_memory_growth() -> None:
-    """TensorFlow takes all GPU memory by default; nodes sharing a GPU must not."""
-    if "tensorflow" not in sys.modules and not os.environ.get("CUDA_VISIBLE_DEVICES"):
-        return
+def _configure_tensorflow(threads: int) -> None:
+    """Before the node's first op: its thread budget and GPU memory growth.
+
+    An actor reserving one CPU runs its small batched forward passes fastest
+    on one thread and then leaves the other cores to the other processes.
+    TensorFlow takes all GPU memory by default; nodes sharing a GPU must not.
+    """
     import tensorflow as tf
 
+    if threads > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
     for gpu in tf.config.list_physical_devices("GPU"):
         tf.config.experimental.set_memory_growth(gpu, True)
 
@@ -136,7 +143,13 @@ class RayLauncher:
         self._runs: dict[Any, str] = {}  # In-flight run() call -> node name.
         self._finished: set[str] = set()
         self.restarts: dict[str, int] = {}
+        self._pids: dict[str, int] = {}
         self._owns_ray = False
+        self._stop_requested = False
+
+    def request_stop(self) -> None:
+        """Asks a running `launch()` (in another thread) to stop the program."""
+        self._stop_requested = True
 
     # -- start ---------------------------------------------------------------
 
@@ -147,6 +160,12 @@ class RayLauncher:
         if kind == "learner":
             return {"num_cpus": c.learner_cpus, "num_gpus": c.learner_gpus}
         return {"num_cpus": 0}
+
+    def _tf_threads(self, kind: str) -> int:
+        """TensorFlow threads of an actor node: its CPUs (0: TensorFlow's default)."""
+        if kind != "actor":
+            return 0
+        return max(1, int(self._config.cpus_per_actor)) if self._config.cpus_per_actor else 0
 
     def _start_ray(self) -> None:
         import ray
@@ -176,7 +195,8 @@ class RayLauncher:
             handle = remote_class.options(
                 name=None, max_restarts=self._config.max_restarts, max_concurrency=16,
                 **self._resources(node.kind),
-            ).remote(node.name, node.constructor, args, kwargs, on_cluster)
+            ).remote(node.name, node.constructor, args, kwargs, on_cluster,
+                     self._tf_threads(node.kind))
             self._handles[node.name] = handle
             self.objects[node.name] = RemoteNode(node.name, handle)
         # Constructors run at once; a node waits in its constructor for the
@@ -184,7 +204,8 @@ class RayLauncher:
         deadline = time.monotonic() + self._startup_timeout_s
         for name, handle in self._handles.items():
             try:
-                ray.get(handle.ready.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                self._pids[name] = ray.get(handle.ready.remote(),
+                                           timeout=max(1.0, deadline - time.monotonic()))
             except ray.exceptions.RayError as e:
                 raise NodeError(name, e, str(e)) from None
 
@@ -193,6 +214,20 @@ class RayLauncher:
         import ray
 
         return ray.get(self._handles[name].ready.remote())
+
+    def _wait_for_process(self, name: str, timeout_s: float = 120.0) -> int | None:
+        """The pid of the node's process once Ray has rebuilt it; None if it never is."""
+        import ray
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                return ray.get(self._handles[name].ready.remote(), timeout=timeout_s)
+            except ray.exceptions.ActorDiedError:
+                return None  # Out of restarts: dead for good.
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                time.sleep(0.2)
+        return None
 
     def _start_run(self, name: str) -> None:
         self._runs[self._handles[name].run.remote()] = name
@@ -212,6 +247,9 @@ class RayLauncher:
             enders = [n for n, node in self._program.nodes.items() if node.ends_program]
             while error is None:
                 if enders and all(n in self._finished for n in enders):
+                    break
+                if self._stop_requested:
+                    status = "stopped"
                     break
                 error = self._poll(timeout_s=0.2)
         except NodeError as e:
@@ -239,12 +277,17 @@ class RayLauncher:
                 ray.get(ref)
                 self._finished.add(name)
             except ray.exceptions.RayActorError as e:
-                count = self.restarts[name] = self.restarts.get(name, 0) + 1
-                if count > self._config.max_restarts:
-                    return NodeError(name, e, f"its process died {count} times; last: {e}")
-                print(f"[ray] node {name}'s process died; restart {count} of "
-                      f"{self._config.max_restarts}", file=sys.stderr, flush=True)
-                self._start_run(name)  # Ray rebuilds the node, then runs it.
+                pid = self._wait_for_process(name)
+                if pid is None:
+                    count = self.restarts.get(name, 0)
+                    return NodeError(name, e, f"its process died and was not rebuilt "
+                                              f"(restarts so far: {count}); last error: {e}")
+                if pid != self._pids.get(name):
+                    self._pids[name] = pid
+                    count = self.restarts[name] = self.restarts.get(name, 0) + 1
+                    print(f"[ray] node {name}'s process died; restarted ({count} of at most "
+                          f"{self._config.max_restarts})", file=sys.stderr, flush=True)
+                self._start_run(name)
             except ray.exceptions.RayError as e:
                 return NodeError(name, e, str(e))
         return None

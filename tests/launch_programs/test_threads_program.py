@@ -30,7 +30,9 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
     result = launch_threads(program)
     assert result.status == "completed", result.error and result.error.formatted
     counts = result.objects["counter"].get_counts()
-    assert 5000 <= counts["actor_steps"] < 5000 + 2 * 100 + 4  # One count_every of overshoot.
+    # Overshoot: one count_every per actor, plus up to 0.1 s (the actors'
+    # counter sync period) of the other actor's steps.
+    assert 5000 <= counts["actor_steps"] < 5000 + 2 * 100 + 400
     # The rate limiter fixed the learn/act ratio: samples ~ spi * (inserts - min size).
     info = result.objects["replay"].info()[DQNBuilder.table_name]
     expected = config.samples_per_insert * (info["num_inserts"] - config.min_replay_size)

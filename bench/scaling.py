@@ -1,0 +1,116 @@
+"""Acting throughput under the ray launcher with 1, 2, ... actor processes.
+
+The learner is idle (its table's minimum size is never reached), so this
+measures what actor processes and the replay service sustain together. For
+each actor count it starts a fresh local Ray, records the seconds from Ray's
+start to the first item in the table, lets the actors warm up, then counts
+environment steps over a fixed window. Prints one line per configuration and
+writes bench/results/scaling.json with the ratio of each to one actor.
+
+    python bench/scaling.py --actors=1,2 --window_s=20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from agentkit.specs import make_environment_spec  # noqa: E402
+from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
+from launch_programs.agent_program import ProgramConfig, make_agent_program  # noqa: E402
+from launch_programs.ray_launcher import RayConfig, RayLauncher  # noqa: E402
+from launch_programs.run import _environment_factory  # noqa: E402
+
+NEVER = 10**9  # A minimum table size no run reaches: the learner never samples.
+
+
+def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
+            window_s: float) -> dict:
+    import functools
+
+    factory = functools.partial(_environment_factory, env)
+    spec = make_environment_spec(factory(seed=0, evaluation=False))
+    config = DQNConfig(min_replay_size=NEVER, max_replay_size=NEVER)
+    program_config = ProgramConfig(num_actors=num_actors, num_envs_per_actor=envs_per_actor,
+                                   max_actor_steps=NEVER, eval_episodes=0, print_every_s=0)
+    logdir = tempfile.mkdtemp(prefix="bench-scaling-")
+    program = make_agent_program(DQNBuilder(config), factory, spec, program_config, logdir)
+    launcher = RayLauncher(program, RayConfig(cpus_per_actor=1.0, learner_cpus=0.0))
+    result: dict = {"num_actors": num_actors, "envs_per_actor": envs_per_actor}
+
+    def observe():
+        try:
+            while "replay" not in launcher.objects:
+                time.sleep(0.05)
+            replay = launcher.objects["replay"]
+            table = DQNBuilder.table_name
+            while replay.info()[table]["num_inserts"] == 0:
+                time.sleep(0.05)
+            result["start_to_first_item_s"] = round(time.time() - start, 2)
+            counter = launcher.objects["counter"]
+            time.sleep(warmup_s)
+            t0, s0 = time.time(), counter.get_counts()["actor_steps"]
+            time.sleep(window_s)
+            t1, s1 = time.time(), counter.get_counts()["actor_steps"]
+            result["actor_steps_per_s"] = round((s1 - s0) / (t1 - t0), 1)
+        finally:
+            launcher.request_stop()
+
+    start = time.time()
+    watcher = threading.Thread(target=observe, daemon=True)
+    watcher.start()
+    try:
+        status = launcher.launch().status
+    finally:
+        launcher.close()
+    watcher.join(10)
+    result["status"] = status
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="gym:CartPole-v1")
+    parser.add_argument("--actors", default="1,2", help="comma-separated actor counts")
+    parser.add_argument("--envs_per_actor", type=int, default=4)
+    parser.add_argument("--warmup_s", type=float, default=5.0)
+    parser.add_argument("--window_s", type=float, default=20.0)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
+                                                      "scaling.json"))
+    args = parser.parse_args(argv)
+    counts = [int(x) for x in args.actors.split(",")]
+    runs = []
+    for n in counts:
+        run = measure(args.env, n, args.envs_per_actor, args.warmup_s, args.window_s)
+        runs.append(run)
+        print(f"[scaling] actors={n} steps/s={run.get('actor_steps_per_s')} "
+              f"start_to_first_item_s={run.get('start_to_first_item_s')}", flush=True)
+    base = next((r.get("actor_steps_per_s") for r in runs if r["num_actors"] == 1), None)
+    for run in runs:
+        if base and run.get("actor_steps_per_s"):
+            run["ratio_to_one_actor"] = round(run["actor_steps_per_s"] / base, 3)
+    report = {
+        "benchmark": "scaling", "launch": "ray", "env": args.env,
+        "envs_per_actor": args.envs_per_actor, "warmup_s": args.warmup_s,
+        "window_s": args.window_s, "cpus": os.cpu_count(), "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"), "runs": runs,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+    summary = " ".join(f"{r['num_actors']}:{r.get('actor_steps_per_s')}/s"
+                       f"(x{r.get('ratio_to_one_actor')})" for r in runs)
+    print(f"[scaling] {summary} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
