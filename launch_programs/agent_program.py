@@ -72,7 +72,8 @@ def make_agent_program(
         program.add_node(
             f"actor_{i}", "actor", nodes.ActorNode, builder, environment_factory, spec, i,
             config.num_actors, config.num_envs_per_actor, replay, learner, counter,
-            config.max_actor_steps, logdir, start_time, config.seed, config.print_every_s, ends_program=True,
+            config.max_actor_steps, logdir, start_time, config.seed, config.print_every_s,
+            ends_program=True,
         )
     if config.eval_episodes > 0:
         program.add_node(
