@@ -2,5 +2,6 @@
 
 from components.adders.base import Adder
 from components.adders.nstep import NStepTransitionAdder, nstep_return
+from components.adders.unroll import UnrollAdder, unroll_signature
 
-__all__ = ["Adder", "NStepTransitionAdder", "nstep_return"]
+__all__ = ["Adder", "NStepTransitionAdder", "UnrollAdder", "nstep_return", "unroll_signature"]

@@ -1,5 +1,7 @@
 """Datasets: Reverb -> tf.data."""
 
+from components.datasets.batching import BatchingIterator, make_single_sample_iterator
 from components.datasets.reverb_dataset import RestartingIterator, make_reverb_dataset
 
-__all__ = ["RestartingIterator", "make_reverb_dataset"]
+__all__ = ["BatchingIterator", "RestartingIterator", "make_reverb_dataset",
+           "make_single_sample_iterator"]

@@ -2,9 +2,11 @@
 
 from components.replay.server import ReplayServer
 from components.replay.tables import (
+    make_queue_table,
     make_rate_limiter,
     make_replay_table,
     transition_signature,
 )
 
-__all__ = ["ReplayServer", "make_rate_limiter", "make_replay_table", "transition_signature"]
+__all__ = ["ReplayServer", "make_queue_table", "make_rate_limiter", "make_replay_table",
+           "transition_signature"]

@@ -89,3 +89,16 @@ def make_replay_table(
         rate_limiter=rate_limiter,
         signature=signature,
     )
+
+
+def make_queue_table(name: str, signature, max_size: int, batch_size: int = 1) -> reverb.Table:
+    """A FIFO queue: each item is sampled once, then removed.
+
+    Inserts block while `max_size` items wait (actors cannot run ahead of the
+    learner); samples block while it is empty. It must hold more than
+    `batch_size + 1` items, or actors and learner can deadlock at episode ends.
+    """
+    if max_size <= batch_size + 1:
+        raise ValueError(f"a queue for batches of {batch_size} needs max_size > "
+                         f"{batch_size + 1}, got {max_size}")
+    return reverb.Table.queue(name, max_size, signature=signature)
