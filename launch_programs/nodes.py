@@ -21,7 +21,6 @@ from agentkit.counting import Counter
 from agentkit.environment_loop import BatchedEnvironmentLoop
 from agentkit.loggers import make_logger
 from agentkit.specs import EnvironmentSpec
-from components.datasets import RestartingIterator
 from components.environments import BatchedEnvironment
 from components.replay import ReplayServer
 
@@ -62,9 +61,8 @@ class LearnerNode:
         # One counter call per learner step would cost a round trip when the
         # counter is another process: batch them.
         self._counter = Counter(counter, "learner", sync_every_s=0.25)
-        iterator = RestartingIterator(
-            lambda: builder.make_dataset_iterator(address), self._stop.is_set
-        )
+        # Restarts after rate-limiter timeouts; ends (StopIteration) once stopped.
+        iterator = builder.make_dataset_iterator(address, self._stop.is_set)
         self._learner = builder.make_learner(
             networks, spec, iterator, address,
             counter=self._counter,
@@ -81,6 +79,11 @@ class LearnerNode:
 
     def get_variables(self, names):
         return self._learner.get_variables(names)
+
+    def learner_stats(self) -> dict:
+        """What the learner reports about its data (e.g. IMPALA's unrolls learned)."""
+        stats = getattr(self._learner, "stats", None)
+        return stats() if stats is not None else {}
 
     def run(self) -> None:
         try:
@@ -124,7 +127,8 @@ class ActorNode:
         # counter in another process from costing a round trip per episode.
         self._actor_counter = Counter(counter, "actor", sync_every_s=0.1)
         client = reverb.Client(replay.address())
-        adders = [builder.make_adder(client) for _ in range(num_envs)]
+        adders = [builder.make_adder(client, spec) for _ in range(num_envs)]
+        self._adders = adders
         policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id,
                                      actor_id=actor_id, num_actors=num_actors)
         self._actor = builder.make_actor(policy, networks, adders, variable_source)
@@ -144,6 +148,10 @@ class ActorNode:
 
     def _budget_spent(self, counts) -> bool:
         return counts.get("actor_steps", 0) >= self._max_actor_steps
+
+    def items_written(self) -> int:
+        """Replay items this actor's adders wrote."""
+        return sum(adder.items_written for adder in self._adders)
 
     def steps(self) -> int:
         """Environment steps this actor took (since its process started)."""

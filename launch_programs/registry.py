@@ -30,7 +30,19 @@ def _dqn() -> AgentEntry:
     return AgentEntry(DQNConfig, DQNBuilder, preset)
 
 
-AGENTS: dict[str, Callable[[], AgentEntry]] = {"dqn": _dqn}
+def _impala() -> AgentEntry:
+    from agents.impala import IMPALABuilder, IMPALAConfig
+
+    def preset(env: str) -> dict[str, Any]:
+        if env.startswith("atari:"):
+            atari = IMPALAConfig.atari()
+            return {f.name: getattr(atari, f.name) for f in dataclasses.fields(IMPALAConfig)}
+        return {}
+
+    return AgentEntry(IMPALAConfig, IMPALABuilder, preset)
+
+
+AGENTS: dict[str, Callable[[], AgentEntry]] = {"dqn": _dqn, "impala": _impala}
 
 
 def get_agent(name: str) -> AgentEntry:

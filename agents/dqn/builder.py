@@ -6,7 +6,7 @@ launch_programs calls these methods inside whichever node needs each part.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import reverb
 import sonnet as snt
@@ -21,7 +21,7 @@ from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
 from components.actors import BatchedFeedForwardActor, FeedForwardActor
 from components.adders import Adder, NStepTransitionAdder
-from components.datasets import make_reverb_dataset
+from components.datasets import RestartingIterator, make_reverb_dataset
 from components.replay import make_rate_limiter, make_replay_table, transition_signature
 from components.variable_client import VariableClient
 
@@ -50,18 +50,26 @@ class DQNBuilder:
             )
         ]
 
-    def make_dataset_iterator(self, replay_address: str) -> Iterator[reverb.ReplaySample]:
-        dataset = make_reverb_dataset(
-            replay_address, self.table_name, self.config.batch_size,
-            prefetch_size=self.config.prefetch_size,
-        )
-        return iter(dataset)
+    def make_dataset_iterator(
+        self, replay_address: str, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[reverb.ReplaySample]:
+        """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop."""
+
+        def make():
+            return iter(make_reverb_dataset(
+                replay_address, self.table_name, self.config.batch_size,
+                prefetch_size=self.config.prefetch_size,
+            ))
+
+        return RestartingIterator(make, should_stop or (lambda: False))
 
     @property
     def _actor_priorities(self) -> bool:
         return self.config.prioritized and self.config.actor_priorities
 
-    def make_adder(self, replay_client: reverb.Client) -> Adder:
+    def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec | None = None
+                   ) -> Adder:
+        del spec  # Transitions need nothing beyond the table's signature.
         c = self.config
         return NStepTransitionAdder(
             replay_client, self.table_name, n_step=c.n_step, discount=c.discount,

@@ -7,26 +7,9 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
-from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
 from agents.dqn.config import DQNConfig
-from components.networks import AtariTorso, DuelingHead, MLPTorso
-from components.networks.atari import MIN_SIDE
-
-
-def _torso(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
-    shape = spec.observations.shape
-    torso = config.torso
-    if torso == "auto":
-        torso = "atari" if len(shape) == 3 else "mlp"
-    if torso == "atari":
-        if len(shape) != 3 or min(shape[:2]) < MIN_SIDE:
-            raise ConfigError(
-                f"--torso: 'atari' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
-                f"got shape {tuple(shape)}"
-            )
-        return AtariTorso()
-    return MLPTorso(config.hidden_sizes)
+from components.networks import DuelingHead, make_torso
 
 
 def make_q_network(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
@@ -37,7 +20,7 @@ def make_q_network(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
         head = DuelingHead(num_actions, head_hidden)
     else:
         head = snt.nets.MLP(head_hidden + [num_actions])
-    network = snt.Sequential([_torso(spec, config), head])
+    network = snt.Sequential([make_torso(spec, config.torso, config.hidden_sizes), head])
     dummy = tree.map_structure(
         lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype), spec.observations
     )

@@ -101,14 +101,25 @@ class BatchedFeedForwardActor(core.Actor):
         adders: Sequence[Adder] | None = None,
         variable_client: VariableClient | None = None,
         priority_fn: PriorityFn | None = None,
+        policy_has_extras: bool = False,
     ):
-        """With `priority_fn`, the adders must defer their items (`defer_items=True`)."""
+        """With `priority_fn`, the adders must defer their items (`defer_items=True`).
+
+        With `policy_has_extras`, the policy returns `(actions, extras)` (e.g.
+        IMPALA's behaviour logits) and each environment's adder gets its row.
+        """
         self._policy = policy
         self._adders = list(adders or [])
         self._client = variable_client
         self._priority_fn = priority_fn
+        self._has_extras = policy_has_extras
+        self._extras = None
 
     def select_action(self, observation: Any) -> np.ndarray:
+        if self._has_extras:
+            actions, extras = self._policy(observation)
+            self._extras = tree.map_structure(np.asarray, extras)
+            return np.asarray(actions)
         return np.asarray(self._policy(observation))
 
     def observe_first(self, timestep: dm_env.TimeStep) -> None:
@@ -120,6 +131,8 @@ class BatchedFeedForwardActor(core.Actor):
             timestep = _slot(next_timestep, i)
             if timestep.first():
                 adder.add_first(timestep)
+            elif self._extras is not None:
+                adder.add(action[i], timestep, tree.map_structure(lambda x, i=i: x[i], self._extras))
             else:
                 adder.add(action[i], timestep)
         if self._priority_fn is not None:

@@ -1,7 +1,9 @@
-"""Sonnet networks: torsos (MLP, Nature Atari) and heads (linear, dueling)."""
+"""Sonnet networks: torsos (MLP, Nature Atari) and heads (dueling, policy-value)."""
 
 from components.networks.atari import AtariTorso
 from components.networks.dueling import DuelingHead
 from components.networks.mlp import MLPTorso
+from components.networks.policy_value import PolicyValueHead
+from components.networks.torso import make_torso
 
-__all__ = ["AtariTorso", "DuelingHead", "MLPTorso"]
+__all__ = ["AtariTorso", "DuelingHead", "MLPTorso", "PolicyValueHead", "make_torso"]

@@ -1,0 +1,46 @@
+"""IMPALA's policies: sample from the softmax and record the logits (the behaviour policy)."""
+
+from __future__ import annotations
+
+import sonnet as snt
+import tensorflow as tf
+import tree
+
+from agentkit.specs import EnvironmentSpec
+
+
+class SamplingPolicy(tf.Module):
+    """observation batch -> (actions, logits); actions sampled, or argmax when greedy.
+
+    The logits go to the unroll adder: the learner needs the behaviour
+    policy's probabilities for V-trace's importance ratios.
+    """
+
+    def __init__(self, network: snt.Module, spec: EnvironmentSpec, greedy: bool = False,
+                 seed: int = 0):
+        super().__init__(name="sampling_policy")
+        self._network = network
+        self._greedy = greedy
+        self._rng = tf.random.Generator.from_seed(seed)
+        self.spec = spec
+        signature = tree.map_structure(
+            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
+        self._policy = tf.function(self._select, input_signature=[signature])
+
+    def _select(self, observation):
+        logits, _ = self._network(observation)
+        if self._greedy:
+            actions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        else:
+            # Gumbel-max: a categorical sample from the policy's own generator.
+            gumbel = -tf.math.log(-tf.math.log(
+                self._rng.uniform(tf.shape(logits), 1e-20, 1.0)))
+            actions = tf.argmax(logits + gumbel, axis=-1, output_type=tf.int32)
+        return tf.cast(actions, self.spec.actions.dtype), logits
+
+    def __call__(self, observation):
+        return self._policy(observation)
+
+    @property
+    def num_traces(self) -> int:
+        return self._policy.experimental_get_tracing_count()

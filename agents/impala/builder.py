@@ -1,0 +1,123 @@
+"""IMPALA's builder: a queue of unrolls between sampling actors and a V-trace learner.
+
+The builder knows nothing of launchers: the generic program in
+launch_programs calls these methods inside whichever node needs each part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import reverb
+import sonnet as snt
+import tensorflow as tf
+
+from agentkit import core
+from agentkit.counting import Counter
+from agentkit.loggers import Logger
+from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from agents.impala.acting import SamplingPolicy
+from agents.impala.config import IMPALAConfig
+from agents.impala.learning import IMPALALearner
+from agents.impala.networks import make_networks
+from components.actors import BatchedFeedForwardActor
+from components.adders import Adder, UnrollAdder, unroll_signature
+from components.datasets import BatchingIterator, make_single_sample_iterator
+from components.replay import make_queue_table
+from components.variable_client import VariableClient
+
+Networks = dict[str, snt.Module]
+
+
+class IMPALABuilder:
+    """Makes IMPALA's queue, batches, adder, policies, actors and learner."""
+
+    table_name = "unroll_queue"
+    variable_names = ("policy",)
+
+    def __init__(self, config: IMPALAConfig):
+        self.config = config
+
+    def _extras_spec(self, spec: EnvironmentSpec) -> tf.TensorSpec:
+        return tf.TensorSpec((num_discrete_actions(spec),), tf.float32)  # Behaviour logits.
+
+    def signature(self, spec: EnvironmentSpec) -> dict:
+        return unroll_signature(spec, self.config.unroll_length, self._extras_spec(spec))
+
+    def make_networks(self, spec: EnvironmentSpec) -> Networks:
+        return make_networks(spec, self.config)
+
+    def make_replay_tables(self, spec: EnvironmentSpec) -> list[reverb.Table]:
+        c = self.config
+        return [make_queue_table(self.table_name, self.signature(spec), c.max_queue_size,
+                                 c.batch_size)]
+
+    def make_dataset_iterator(
+        self, replay_address: str, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[dict]:
+        """Batches of unrolls, each taken from the queue once and never dropped."""
+        return BatchingIterator(
+            lambda: make_single_sample_iterator(replay_address, self.table_name),
+            self.config.batch_size, should_stop or (lambda: False),
+        )
+
+    def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
+        return UnrollAdder(replay_client, self.table_name, self.config.unroll_length,
+                           self._extras_spec(spec))
+
+    def make_policy(
+        self,
+        networks: Networks,
+        spec: EnvironmentSpec,
+        evaluation: bool = False,
+        seed: int = 0,
+        actor_id: int = 0,
+        num_actors: int = 1,
+    ) -> SamplingPolicy:
+        del actor_id, num_actors  # Every IMPALA actor samples from the same policy.
+        greedy = evaluation and self.config.evaluation_greedy
+        return SamplingPolicy(networks["policy"], spec, greedy=greedy, seed=seed)
+
+    def make_actor(
+        self,
+        policy: SamplingPolicy,
+        networks: Networks,
+        adders: Sequence[Adder] | None,
+        variable_source: core.VariableSource | None,
+    ) -> core.Actor:
+        client = None
+        if variable_source is not None:
+            client = VariableClient(variable_source, {"policy": networks["policy"].variables},
+                                    update_period=self.config.variable_update_period)
+        return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
+
+    def make_learner(
+        self,
+        networks: Networks,
+        spec: EnvironmentSpec,
+        iterator: Iterator[dict],
+        replay_address: str | None,
+        counter: Counter | None = None,
+        logger: Logger | None = None,
+    ) -> IMPALALearner:
+        del replay_address  # The queue removes what it hands out: nothing to write back.
+        c = self.config
+        clip_rho, clip_pg_rho = c.rho_thresholds
+        return IMPALALearner(
+            network=networks["policy"],
+            iterator=iterator,
+            signature=self.signature(spec),
+            discount=c.discount,
+            learning_rate=c.learning_rate,
+            learning_rate_final=c.learning_rate_final,
+            learning_rate_decay_steps=c.learning_rate_decay_steps,
+            optimizer=c.optimizer,
+            epsilon=c.adam_epsilon,
+            baseline_cost=c.baseline_cost,
+            entropy_cost=c.entropy_cost,
+            max_gradient_norm=c.max_gradient_norm,
+            clip_rho_threshold=clip_rho,
+            clip_pg_rho_threshold=clip_pg_rho,
+            counter=counter,
+            logger=logger,
+        )

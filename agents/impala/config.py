@@ -1,0 +1,89 @@
+"""IMPALA's configuration: every default commented, every field validated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentkit.config import require
+from components.networks.torso import TORSOS
+
+
+@dataclasses.dataclass
+class IMPALAConfig:
+    """Hyperparameters of IMPALA. Defaults suit small tasks (CartPole);
+    `IMPALAConfig.atari()` gives the Atari ones."""
+
+    # Returns and the V-trace correction.
+    discount: float = 0.99  # gamma.
+    unroll_length: int = 20  # T: actions per unroll (items hold T + 1 steps).
+    clip_rho_threshold: float = 1.0  # rho-bar of V-trace (< 0: no clipping).
+    clip_pg_rho_threshold: float = 1.0  # rho-bar of the policy-gradient advantages (< 0: none).
+
+    # Loss.
+    baseline_cost: float = 0.5  # Weight of 0.5 (vs - V)^2.
+    entropy_cost: float = 0.01  # Weight of the entropy bonus.
+
+    # Network.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
+    hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
+    head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
+    shared_torso: bool = False  # One torso for policy and value (else one each).
+
+    # Optimisation.
+    batch_size: int = 16  # Unrolls per learner step.
+    optimizer: str = "adam"  # "adam" or "rmsprop".
+    learning_rate: float = 1e-3
+    learning_rate_final: float = 1e-4  # Rate at the end of the decay.
+    learning_rate_decay_steps: int = 0  # Learner steps of linear decay (0: constant rate).
+    adam_epsilon: float = 1e-8  # Adam's (or RMSProp's) denominator floor.
+    max_gradient_norm: float = 40.0  # Global-norm gradient clipping.
+
+    # Replay: a queue, each unroll consumed once.
+    max_queue_size: int = 64  # Unrolls waiting for the learner; actors block beyond.
+
+    # Acting.
+    variable_update_period: int = 10  # Actor steps (batched) between weight fetches.
+    evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
+
+    def __post_init__(self):
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
+        require(self.unroll_length >= 1, "unroll_length", ">= 1", self.unroll_length)
+        require(self.baseline_cost >= 0, "baseline_cost", ">= 0", self.baseline_cost)
+        require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
+        require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
+        require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
+                "a non-empty list of positive integers", self.hidden_sizes)
+        require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
+        require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
+        require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",
+                self.optimizer)
+        require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
+        require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
+                self.learning_rate_final)
+        require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",
+                self.learning_rate_decay_steps)
+        require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
+        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
+        require(self.max_queue_size > self.batch_size + 1, "max_queue_size",
+                f"> batch_size + 1 ({self.batch_size + 1})", self.max_queue_size)
+        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
+                self.variable_update_period)
+
+    @property
+    def rho_thresholds(self) -> tuple[float | None, float | None]:
+        def threshold(value):
+            return None if value < 0 else value
+
+        return threshold(self.clip_rho_threshold), threshold(self.clip_pg_rho_threshold)
+
+    @classmethod
+    def atari(cls, **overrides) -> IMPALAConfig:
+        """The paper's shallow-network Atari settings (RMSProp, batch 32, T = 20)."""
+        values = dict(
+            torso="atari", head_hidden_size=256, shared_torso=True, batch_size=32, optimizer="rmsprop",
+            learning_rate=6e-4, learning_rate_final=0.0, learning_rate_decay_steps=0,
+            adam_epsilon=0.01, max_queue_size=128, variable_update_period=20,
+        )
+        values.update(overrides)
+        return cls(**values)

@@ -1,0 +1,31 @@
+"""Picks a torso from the observation spec: the Nature CNN for frames, else an MLP."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sonnet as snt
+
+from agentkit.config import ConfigError
+from agentkit.specs import EnvironmentSpec
+from components.networks.atari import MIN_SIDE, AtariTorso
+from components.networks.mlp import MLPTorso
+
+TORSOS = ("auto", "mlp", "atari")
+
+
+def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int]) -> snt.Module:
+    """`kind` is "mlp", "atari" or "auto" (atari for [H, W, C] observations)."""
+    shape = spec.observations.shape
+    if kind not in TORSOS:
+        raise ConfigError(f"--torso: must be one of {', '.join(TORSOS)}, got {kind!r}")
+    if kind == "auto":
+        kind = "atari" if len(shape) == 3 else "mlp"
+    if kind == "atari":
+        if len(shape) != 3 or min(shape[:2]) < MIN_SIDE:
+            raise ConfigError(
+                f"--torso: 'atari' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
+                f"got shape {tuple(shape)}"
+            )
+        return AtariTorso()
+    return MLPTorso(hidden_sizes)
