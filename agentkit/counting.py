@@ -19,18 +19,6 @@ import numpy as np
 class CounterLike(Protocol):
     def increment(self, **counts: float) -> dict[str, float]: ...
 
-    def flush(self) -> dict[str, float]:
-        """Sends pending increments to the parent; returns the parent's counts."""
-        if self._parent is None:
-            return self.get_counts()
-        with self._lock:
-            pending, self._pending = self._pending, {}
-            self._last_sync = time.monotonic()
-        counts = self._parent.increment(**pending)
-        with self._lock:
-            self._parent_counts = dict(counts)
-        return counts
-
     def get_counts(self) -> dict[str, float]: ...
 
 

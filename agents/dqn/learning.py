@@ -17,7 +17,6 @@ target network is copied from the online network every
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -27,7 +26,8 @@ import tensorflow as tf
 
 from agentkit import core
 from agentkit.counting import Counter
-from agentkit.loggers import Logger, NoOpLogger
+from agentkit.loggers import Logger
+from components.learning import LinearDecay, StepLogger, VariablesSaveable
 
 
 def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
@@ -37,7 +37,7 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
     return 0.5 * quadratic**2 + delta * (abs_x - quadratic)
 
 
-class DQNLearner(core.Learner):
+class DQNLearner(VariablesSaveable, core.Learner):
     """Trains a Q-network from replay samples."""
 
     def __init__(
@@ -64,11 +64,8 @@ class DQNLearner(core.Learner):
         self._network = network
         self._target_network = target_network
         self._iterator = iterator
-        self._learning_rate = tf.Variable(learning_rate, dtype=tf.float32, trainable=False)
-        self._lr_init = float(learning_rate)
-        self._lr_final = float(learning_rate if learning_rate_final is None else learning_rate_final)
-        self._lr_decay_steps = int(learning_rate_decay_steps)
-        self._optimizer = snt.optimizers.Adam(self._learning_rate, epsilon=adam_epsilon)
+        self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
+        self._optimizer = snt.optimizers.Adam(self._schedule.rate, epsilon=adam_epsilon)
         self._target_update_period = target_update_period
         self._tau = float(target_update_tau)
         self._delta = huber_loss_parameter
@@ -77,15 +74,11 @@ class DQNLearner(core.Learner):
         self._double_q = double_q
         self._replay_client = replay_client
         self._table = table
-        self._counter = counter or Counter(prefix="learner")
-        self._logger = logger or NoOpLogger()
-        self._log_every_s = log_every_s
+        self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Create Adam's slots now, so checkpoints can be restored before a step.
         self._optimizer._initialize(self._network.trainable_variables)
         self._step_fn = tf.function(self._step)
-        self._steps_since_log = 0
-        self._time_of_log = time.time()
 
     def _step(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
         o_tm1, a_tm1, r_t, d_t, o_t = sample.data
@@ -108,12 +101,7 @@ class DQNLearner(core.Learner):
         gradients = tape.gradient(loss, variables)
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
         self._optimizer.apply(gradients, variables)
-        if self._lr_decay_steps > 0:
-            # Linear decay from the initial to the final rate, then constant.
-            fraction = tf.minimum(
-                tf.cast(self._num_steps, tf.float32) / float(self._lr_decay_steps), 1.0)
-            self._learning_rate.assign(
-                self._lr_init + fraction * (self._lr_final - self._lr_init))
+        self._schedule.update(self._num_steps)
         if self._replay_client is not None:
             priorities = tf.cast(tf.abs(td), tf.float64)
             self._replay_client.update_priorities(self._table, keys, priorities)
@@ -131,22 +119,12 @@ class DQNLearner(core.Learner):
             "q_mean": tf.reduce_mean(q_a),
             "td_abs_mean": tf.reduce_mean(tf.abs(td)),
             "grad_norm": grad_norm,
-            "learning_rate": tf.identity(self._learning_rate),
+            "learning_rate": tf.identity(self._schedule.rate),
         }
 
     def step(self) -> None:
         sample = next(self._iterator)
-        metrics = self._step_fn(sample)
-        counts = self._counter.increment(steps=1)
-        self._steps_since_log += 1
-        now = time.time()
-        if now - self._time_of_log >= self._log_every_s:
-            row = dict(counts)
-            row.update({k: float(v) for k, v in metrics.items()})
-            row["learner_steps_per_s"] = self._steps_since_log / (now - self._time_of_log)
-            self._logger.write(row)
-            self._steps_since_log = 0
-            self._time_of_log = now
+        self._step_logger.record(self._step_fn(sample))
 
     @property
     def num_steps(self) -> int:
@@ -156,25 +134,10 @@ class DQNLearner(core.Learner):
         collections = {"q": self._network.variables, "q_target": self._target_network.variables}
         return [[v.numpy() for v in collections[name]] for name in names]
 
-    def _state_variables(self) -> dict[str, tf.Variable]:
-        state = {"num_steps": self._num_steps}
-        groups = {
+    def _variable_groups(self) -> dict:
+        return {
+            "num_steps": self._num_steps,
             "q": self._network.variables,
             "q_target": self._target_network.variables,
             "optimizer": self._optimizer.variables,
         }
-        for group, variables in groups.items():
-            for i, variable in enumerate(variables):
-                state[f"{group}/{i:03d}/{variable.name}"] = variable
-        return state
-
-    def save(self) -> core.State:
-        return {name: v.numpy() for name, v in self._state_variables().items()}
-
-    def restore(self, state: core.State) -> None:
-        variables = self._state_variables()
-        missing = sorted(set(variables) - set(state))
-        if missing:
-            raise ValueError(f"checkpoint lacks {len(missing)} variables, e.g. {missing[:3]}")
-        for name, variable in variables.items():
-            variable.assign(state[name])

@@ -17,7 +17,6 @@ exactly as its discounts say.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -27,7 +26,8 @@ import tree
 
 from agentkit import core
 from agentkit.counting import Counter
-from agentkit.loggers import Logger, NoOpLogger
+from agentkit.loggers import Logger
+from components.learning import LinearDecay, StepLogger, VariablesSaveable
 from components.losses import vtrace
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
@@ -37,7 +37,7 @@ def _masked_mean(x: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
-class IMPALALearner(core.Learner):
+class IMPALALearner(VariablesSaveable, core.Learner):
     """Trains a policy-value network from batches of unrolls."""
 
     def __init__(
@@ -63,29 +63,22 @@ class IMPALALearner(core.Learner):
         self._network = network
         self._iterator = iterator
         self._discount = discount
-        self._learning_rate = tf.Variable(learning_rate, dtype=tf.float32, trainable=False)
-        self._lr_init = float(learning_rate)
-        self._lr_final = float(learning_rate if learning_rate_final is None else learning_rate_final)
-        self._lr_decay_steps = int(learning_rate_decay_steps)
+        self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
         if optimizer == "rmsprop":
-            self._optimizer = snt.optimizers.RMSProp(self._learning_rate, epsilon=epsilon)
+            self._optimizer = snt.optimizers.RMSProp(self._schedule.rate, epsilon=epsilon)
         else:
-            self._optimizer = snt.optimizers.Adam(self._learning_rate, epsilon=epsilon)
+            self._optimizer = snt.optimizers.Adam(self._schedule.rate, epsilon=epsilon)
         self._baseline_cost = baseline_cost
         self._entropy_cost = entropy_cost
         self._max_gradient_norm = max_gradient_norm
         self._clip_rho = clip_rho_threshold
         self._clip_pg_rho = clip_pg_rho_threshold
-        self._counter = counter or Counter(prefix="learner")
-        self._logger = logger or NoOpLogger()
-        self._log_every_s = log_every_s
+        self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._optimizer._initialize(self._network.trainable_variables)
         batched = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
         self._step_fn = tf.function(self._step, input_signature=[batched])
-        self._steps_since_log = 0
-        self._time_of_log = time.time()
         self.unrolls_learned = 0
 
     def _step(self, batch: dict) -> dict[str, tf.Tensor]:
@@ -128,10 +121,7 @@ class IMPALALearner(core.Learner):
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
         self._optimizer.apply(gradients, variables)
         self._num_steps.assign_add(1)
-        if self._lr_decay_steps > 0:
-            fraction = tf.minimum(
-                tf.cast(self._num_steps, tf.float32) / float(self._lr_decay_steps), 1.0)
-            self._learning_rate.assign(self._lr_init + fraction * (self._lr_final - self._lr_init))
+        self._schedule.update(self._num_steps)
         return {
             "loss": loss,
             "pg_loss": pg_loss,
@@ -145,17 +135,7 @@ class IMPALALearner(core.Learner):
         batch = next(self._iterator)
         metrics = self._step_fn(batch)
         self.unrolls_learned += int(np.shape(batch["mask"])[0])
-        counts = self._counter.increment(steps=1)
-        self._steps_since_log += 1
-        now = time.time()
-        if now - self._time_of_log >= self._log_every_s:
-            row = dict(counts)
-            row.update({k: float(v) for k, v in metrics.items()})
-            row["learner_steps_per_s"] = self._steps_since_log / (now - self._time_of_log)
-            row["unrolls_learned"] = self.unrolls_learned
-            self._logger.write(row)
-            self._steps_since_log = 0
-            self._time_of_log = now
+        self._step_logger.record(metrics, {"unrolls_learned": self.unrolls_learned})
 
     def stats(self) -> dict:
         """Unrolls learned from, and taken from the queue but waiting for a full batch."""
@@ -170,21 +150,10 @@ class IMPALALearner(core.Learner):
         collections = {"policy": self._network.variables}
         return [[v.numpy() for v in collections[name]] for name in names]
 
-    def _state_variables(self) -> dict[str, tf.Variable]:
-        state = {"num_steps": self._num_steps, "learning_rate": self._learning_rate}
-        groups = {"policy": self._network.variables, "optimizer": self._optimizer.variables}
-        for group, variables in groups.items():
-            for i, variable in enumerate(variables):
-                state[f"{group}/{i:03d}/{variable.name}"] = variable
-        return state
-
-    def save(self) -> core.State:
-        return {name: v.numpy() for name, v in self._state_variables().items()}
-
-    def restore(self, state: core.State) -> None:
-        variables = self._state_variables()
-        missing = sorted(set(variables) - set(state))
-        if missing:
-            raise ValueError(f"checkpoint lacks {len(missing)} variables, e.g. {missing[:3]}")
-        for name, variable in variables.items():
-            variable.assign(state[name])
+    def _variable_groups(self) -> dict:
+        return {
+            "num_steps": self._num_steps,
+            "learning_rate": self._schedule.rate,
+            "policy": self._network.variables,
+            "optimizer": self._optimizer.variables,
+        }

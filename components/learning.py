@@ -1,0 +1,85 @@
+"""What every TensorFlow learner repeats: a linearly decaying learning rate,
+periodic metric rows with steps/s, and save/restore of named variable groups."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from agentkit import core
+from agentkit.counting import Counter
+from agentkit.loggers import Logger, NoOpLogger
+
+
+class LinearDecay:
+    """A learning rate going linearly from `initial` to `final` over `steps` (0: constant).
+
+    `rate` is a tf.Variable for the optimizer; call `update(num_steps)` inside
+    the compiled step after each update.
+    """
+
+    def __init__(self, initial: float, final: float | None = None, steps: int = 0):
+        self.rate = tf.Variable(initial, dtype=tf.float32, trainable=False)
+        self._initial = float(initial)
+        self._final = float(initial if final is None else final)
+        self._steps = int(steps)
+
+    def update(self, num_steps: tf.Tensor) -> None:
+        if self._steps > 0:
+            fraction = tf.minimum(tf.cast(num_steps, tf.float32) / float(self._steps), 1.0)
+            self.rate.assign(self._initial + fraction * (self._final - self._initial))
+
+
+class StepLogger:
+    """Counts learner steps and writes a row of metrics at most every `log_every_s`."""
+
+    def __init__(self, counter: Counter | None, logger: Logger | None, log_every_s: float = 1.0):
+        self._counter = counter or Counter(prefix="learner")
+        self._logger = logger or NoOpLogger()
+        self._log_every_s = log_every_s
+        self._steps_since_log = 0
+        self._time_of_log = time.time()
+
+    def record(self, metrics: Mapping[str, tf.Tensor], extra: Mapping | None = None) -> None:
+        counts = self._counter.increment(steps=1)
+        self._steps_since_log += 1
+        now = time.time()
+        if now - self._time_of_log >= self._log_every_s:
+            row = dict(counts)
+            row.update({k: float(v) for k, v in metrics.items()})
+            row["learner_steps_per_s"] = self._steps_since_log / (now - self._time_of_log)
+            row.update(extra or {})
+            self._logger.write(row)
+            self._steps_since_log = 0
+            self._time_of_log = now
+
+
+class VariablesSaveable(core.Saveable):
+    """save()/restore() of the variables in `_variable_groups()`, named by group and index."""
+
+    def _variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        raise NotImplementedError
+
+    def _state_variables(self) -> dict[str, tf.Variable]:
+        state = {}
+        for group, variables in self._variable_groups().items():
+            if isinstance(variables, tf.Variable):
+                state[group] = variables
+                continue
+            for i, variable in enumerate(variables):
+                state[f"{group}/{i:03d}/{variable.name}"] = variable
+        return state
+
+    def save(self) -> core.State:
+        return {name: np.asarray(v.numpy()) for name, v in self._state_variables().items()}
+
+    def restore(self, state: core.State) -> None:
+        variables = self._state_variables()
+        missing = sorted(set(variables) - set(state))
+        if missing:
+            raise ValueError(f"checkpoint lacks {len(missing)} variables, e.g. {missing[:3]}")
+        for name, variable in variables.items():
+            variable.assign(state[name])
