@@ -118,6 +118,7 @@ class IMPALABuilder:
             max_gradient_norm=c.max_gradient_norm,
             clip_rho_threshold=clip_rho,
             clip_pg_rho_threshold=clip_pg_rho,
+            vtrace_lambda=c.vtrace_lambda,
             counter=counter,
             logger=logger,
         )

@@ -18,6 +18,7 @@ class IMPALAConfig:
     unroll_length: int = 20  # T: actions per unroll (items hold T + 1 steps).
     clip_rho_threshold: float = 1.0  # rho-bar of V-trace (< 0: no clipping).
     clip_pg_rho_threshold: float = 1.0  # rho-bar of the policy-gradient advantages (< 0: none).
+    vtrace_lambda: float = 1.0  # lambda of V-trace's traces c = lambda min(1, rho) (1: the paper's).
 
     # Loss.
     baseline_cost: float = 0.5  # Weight of 0.5 (vs - V)^2.
@@ -32,7 +33,7 @@ class IMPALAConfig:
     # Optimisation.
     batch_size: int = 16  # Unrolls per learner step.
     optimizer: str = "adam"  # "adam" or "rmsprop".
-    learning_rate: float = 1e-3
+    learning_rate: float = 5e-4
     learning_rate_final: float = 1e-4  # Rate at the end of the decay.
     learning_rate_decay_steps: int = 0  # Learner steps of linear decay (0: constant rate).
     adam_epsilon: float = 1e-8  # Adam's (or RMSProp's) denominator floor.
@@ -49,6 +50,8 @@ class IMPALAConfig:
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
         require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
         require(self.unroll_length >= 1, "unroll_length", ">= 1", self.unroll_length)
+        require(0.0 <= self.vtrace_lambda <= 1.0, "vtrace_lambda", "in [0, 1]",
+                self.vtrace_lambda)
         require(self.baseline_cost >= 0, "baseline_cost", ">= 0", self.baseline_cost)
         require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)

@@ -56,6 +56,7 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         max_gradient_norm: float = 40.0,
         clip_rho_threshold: float | None = 1.0,
         clip_pg_rho_threshold: float | None = 1.0,
+        vtrace_lambda: float = 1.0,
         counter: Counter | None = None,
         logger: Logger | None = None,
         log_every_s: float = 1.0,
@@ -73,6 +74,7 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         self._max_gradient_norm = max_gradient_norm
         self._clip_rho = clip_rho_threshold
         self._clip_pg_rho = clip_pg_rho_threshold
+        self._lambda = vtrace_lambda
         self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._optimizer._initialize(self._network.trainable_variables)
@@ -109,6 +111,7 @@ class IMPALALearner(VariablesSaveable, core.Learner):
                 bootstrap_value=values[-1],
                 clip_rho_threshold=self._clip_rho,
                 clip_pg_rho_threshold=self._clip_pg_rho,
+                lambda_=self._lambda,
             )
             pg_loss = -_masked_mean(target_logp * returns.pg_advantages, mask)
             baseline_loss = _masked_mean(0.5 * tf.square(returns.vs - values[:-1]), mask)

@@ -5,7 +5,7 @@ the learner's target policy pi. V-trace corrects for this lag with truncated imp
 weights, giving value targets and policy-gradient advantages that stay stable off-policy.
 
 With rho_t = pi(a_t|x_t) / mu(a_t|x_t), clipped weights rho_t' = min(rho_bar, rho_t) and
-c_i = min(1, rho_i) (lambda = 1):
+c_i = lambda * min(1, rho_i) (lambda = 1 in the paper):
 
     delta_t = rho_t' * (r_t + gamma_t * V(x_{t+1}) - V(x_t))
     v_s     = V(x_s) + sum_{t>=s} (prod_{i=s}^{t-1} gamma_i * c_i) * delta_t
@@ -46,6 +46,7 @@ def vtrace(
     bootstrap_value,
     clip_rho_threshold: float | None = 1.0,
     clip_pg_rho_threshold: float | None = 1.0,
+    lambda_: float = 1.0,
 ) -> VTraceReturns:
     """V-trace targets and policy-gradient advantages for a time-major unroll.
 
@@ -59,6 +60,8 @@ def vtrace(
         targets; None means no clipping.
       clip_pg_rho_threshold: the clip on the importance weights of the policy-gradient
         advantages; None means no clipping.
+      lambda_: the traces are c_i = lambda_ * min(1, rho_i); below 1 it trades bias
+        for variance, like TD(lambda) (the paper's V-trace is lambda_ = 1).
 
     Returns:
       VTraceReturns(vs, pg_advantages), both [T, B], with gradients stopped.
@@ -81,7 +84,7 @@ def vtrace(
             clipped_rhos = tf.minimum(tf.constant(clip_rho_threshold, tf.float32), rhos)
         else:
             clipped_rhos = rhos
-        cs = tf.minimum(1.0, rhos)
+        cs = lambda_ * tf.minimum(1.0, rhos)
 
         values_t_plus_1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
         deltas = clipped_rhos * (rewards + discounts * values_t_plus_1 - values)

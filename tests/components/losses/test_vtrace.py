@@ -190,3 +190,21 @@ def test_bad_ranks_raise():
         vtrace(log_rhos[0], discounts, rewards, values, bootstrap_value)
     with pytest.raises(ValueError, match="bootstrap_value must have rank 1"):
         vtrace(log_rhos, discounts, rewards, values, bootstrap_value[None])
+
+
+def test_lambda_gives_the_lambda_returns_on_policy():
+    rng = np.random.default_rng(7)
+    steps, batch, lam = 6, 2, 0.8
+    rewards = rng.normal(size=(steps, batch)).astype(np.float32)
+    discounts = np.full((steps, batch), 0.9, np.float32)
+    discounts[3, 0] = 0.0  # An episode end inside the unroll.
+    values = rng.normal(size=(steps, batch)).astype(np.float32)
+    bootstrap = rng.normal(size=(batch,)).astype(np.float32)
+    # G_t = r_t + gamma_t ((1 - lambda) V_{t+1} + lambda G_{t+1}), G_T = V_T.
+    expected = np.zeros_like(values)
+    next_return, next_value = bootstrap.copy(), bootstrap.copy()
+    for t in reversed(range(steps)):
+        expected[t] = rewards[t] + discounts[t] * ((1 - lam) * next_value + lam * next_return)
+        next_return, next_value = expected[t], values[t]
+    result = vtrace(np.zeros_like(values), discounts, rewards, values, bootstrap, lambda_=lam)
+    np.testing.assert_allclose(result.vs.numpy(), expected, rtol=1e-5, atol=1e-5)
