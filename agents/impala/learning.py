@@ -17,6 +17,7 @@ exactly as its discounts say.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -82,6 +83,7 @@ class IMPALALearner(VariablesSaveable, core.Learner):
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
         self._step_fn = tf.function(self._step, input_signature=[batched])
         self.unrolls_learned = 0
+        self._wait_s, self._first_step = 0.0, None
 
     def _step(self, batch: dict) -> dict[str, tf.Tensor]:
         # [B, T+1, ...] -> [T+1, B, ...]
@@ -135,10 +137,23 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         }
 
     def step(self) -> None:
+        started = time.monotonic()
         batch = next(self._iterator)
+        waited = time.monotonic() - started
         metrics = self._step_fn(batch)
         self.unrolls_learned += int(np.shape(batch["mask"])[0])
-        self._step_logger.record(metrics, {"unrolls_learned": self.unrolls_learned})
+        # Which side limits the run: the share of time spent waiting for
+        # unrolls since the first batch (near 1: actors are too slow; near 0:
+        # the learner is), and the unrolls learned per second.
+        if self._first_step is None:  # Count from the first batch: not the start-up fill.
+            self._first_step = time.monotonic()
+        else:
+            self._wait_s += waited
+        elapsed = max(time.monotonic() - self._first_step, 1e-9)
+        extra = {"unrolls_learned": self.unrolls_learned,
+                 "data_wait_fraction": self._wait_s / elapsed,
+                 "unrolls_per_s": self.unrolls_learned / elapsed}
+        self._step_logger.record(metrics, extra)
 
     def stats(self) -> dict:
         """Unrolls learned from, and taken from the queue but waiting for a full batch."""
