@@ -149,10 +149,11 @@ class IMPALALearner(VariablesSaveable, core.Learner):
             self._first_step = time.monotonic()
         else:
             self._wait_s += waited
-        elapsed = max(time.monotonic() - self._first_step, 1e-9)
-        extra = {"unrolls_learned": self.unrolls_learned,
-                 "data_wait_fraction": self._wait_s / elapsed,
-                 "unrolls_per_s": self.unrolls_learned / elapsed}
+        elapsed = time.monotonic() - self._first_step
+        extra = {"unrolls_learned": self.unrolls_learned}
+        if elapsed >= 1.0:  # Rates over less than a second say nothing.
+            extra["data_wait_fraction"] = self._wait_s / elapsed
+            extra["unrolls_per_s"] = self.unrolls_learned / elapsed
         self._step_logger.record(metrics, extra)
 
     def stats(self) -> dict:
