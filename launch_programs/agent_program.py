@@ -52,18 +52,20 @@ def make_agent_program(
     logdir: str | None = None,
     start_time: float | None = None,
     name: str = "agent",
+    initial_counts: dict | None = None,
 ) -> Program:
     """Builds the program graph of an agent.
 
     `environment_factory(seed=..., evaluation=...)` makes one environment;
     `spec` is its spec (read once by the caller, which also checks that the
-    builder's networks fit it).
+    builder's networks fit it). `initial_counts` resumes the counter (a
+    resumed run continues its step budget and counts from there).
     """
     start_time = time.time() if start_time is None else start_time
     program = Program(name)
     replay = program.add_node("replay", "replay", nodes.make_replay, builder, spec,
                               config.replay_port)
-    counter = program.add_node("counter", "counter", nodes.make_counter)
+    counter = program.add_node("counter", "counter", nodes.make_counter, initial_counts)
     learner = program.add_node(
         "learner", "learner", nodes.LearnerNode, builder, spec, replay, counter, logdir,
         start_time, config.print_every_s, config.checkpoint_every_s,

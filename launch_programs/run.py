@@ -169,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    import numpy as np
+
     from agentkit.checkpointing import Checkpointer
     from agentkit.config import as_dict
     from launch_programs.agent_program import make_agent_program
@@ -179,9 +181,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run.fresh and os.path.isdir(run.logdir):
         shutil.rmtree(run.logdir)
     os.makedirs(run.logdir, exist_ok=True)
+    counter_checkpoint = os.path.join(run.logdir, "checkpoints", "counter.npz")
+    initial_counts = None
+    if os.path.exists(counter_checkpoint):  # Resume: counts and budget go on from there.
+        with np.load(counter_checkpoint, allow_pickle=False) as data:
+            initial_counts = {k: float(data[k]) for k in data.files}
+        print(f"[run] resuming from {run.logdir}: actor_steps="
+              f"{int(initial_counts.get('actor_steps', 0))} learner_steps="
+              f"{int(initial_counts.get('learner_steps', 0))}", flush=True)
     start = time.time()
     program = make_agent_program(builder, factory, spec, run.program_config, run.logdir, start,
-                                 name=run.agent)
+                                 name=run.agent, initial_counts=initial_counts)
     if run.launch == "ray":
         launcher = RayLauncher(program, run.ray_config)
     else:

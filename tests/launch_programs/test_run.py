@@ -75,3 +75,16 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
     assert summary["actor_steps"] > 200 and summary["learner_steps"] > 0
     assert summary["config"]["batch_size"] == 32
     assert (logdir / "checkpoints" / "learner.npz").exists()
+
+    # The same command again resumes: the counts go on from the checkpoint
+    # and the step budget covers the whole run.
+    before = summary
+    budget = before["actor_steps"] + 400
+    resumed = subprocess.run(cmd[:4] + [f"--max_actor_steps={budget}"] + cmd[5:], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"resuming from {logdir}: actor_steps={before['actor_steps']}" in resumed.stdout
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert budget <= summary["actor_steps"] < budget + 2 * 400
+    assert summary["learner_steps"] >= before["learner_steps"]
