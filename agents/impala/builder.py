@@ -119,6 +119,7 @@ class IMPALABuilder:
             clip_rho_threshold=clip_rho,
             clip_pg_rho_threshold=clip_pg_rho,
             vtrace_lambda=c.vtrace_lambda,
+            value_learning_rate=c.value_learning_rate or None,
             counter=counter,
             logger=logger,
         )

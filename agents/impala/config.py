@@ -34,6 +34,7 @@ class IMPALAConfig:
     batch_size: int = 16  # Unrolls per learner step.
     optimizer: str = "adam"  # "adam" or "rmsprop".
     learning_rate: float = 5e-4
+    value_learning_rate: float = 0.0  # The value torso's own rate (separate torsos; 0: the same).
     learning_rate_final: float = 1e-4  # Rate at the end of the decay.
     learning_rate_decay_steps: int = 0  # Learner steps of linear decay (0: constant rate).
     adam_epsilon: float = 1e-8  # Adam's (or RMSProp's) denominator floor.
@@ -62,6 +63,8 @@ class IMPALAConfig:
         require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",
                 self.optimizer)
         require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
+        require(self.value_learning_rate >= 0, "value_learning_rate", ">= 0",
+                self.value_learning_rate)
         require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
                 self.learning_rate_final)
         require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",

@@ -58,6 +58,7 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         clip_rho_threshold: float | None = 1.0,
         clip_pg_rho_threshold: float | None = 1.0,
         vtrace_lambda: float = 1.0,
+        value_learning_rate: float | None = None,
         counter: Counter | None = None,
         logger: Logger | None = None,
         log_every_s: float = 1.0,
@@ -66,10 +67,19 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         self._iterator = iterator
         self._discount = discount
         self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        if optimizer == "rmsprop":
-            self._optimizer = snt.optimizers.RMSProp(self._schedule.rate, epsilon=epsilon)
-        else:
-            self._optimizer = snt.optimizers.Adam(self._schedule.rate, epsilon=epsilon)
+        optimizer_class = snt.optimizers.RMSProp if optimizer == "rmsprop" else snt.optimizers.Adam
+        self._optimizer = optimizer_class(self._schedule.rate, epsilon=epsilon)
+        # A value network of its own may learn faster than the policy: its
+        # targets (returns of ~1 / (1 - gamma)) are far from its initial outputs.
+        value_variables = getattr(network, "value_variables", None)
+        self._value_optimizer = None
+        if value_learning_rate and value_variables is not None:
+            self._value_schedule = LinearDecay(
+                value_learning_rate,
+                None if learning_rate_final is None
+                else value_learning_rate * learning_rate_final / learning_rate,
+                learning_rate_decay_steps)
+            self._value_optimizer = optimizer_class(self._value_schedule.rate, epsilon=epsilon)
         self._baseline_cost = baseline_cost
         self._entropy_cost = entropy_cost
         self._max_gradient_norm = max_gradient_norm
@@ -78,7 +88,9 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         self._lambda = vtrace_lambda
         self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self._optimizer._initialize(self._network.trainable_variables)
+        self._groups = self._partition()
+        for opt, variables in self._groups:
+            opt._initialize(variables)
         batched = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
         self._step_fn = tf.function(self._step, input_signature=[batched])
@@ -121,12 +133,17 @@ class IMPALALearner(VariablesSaveable, core.Learner):
             entropy = _masked_mean(
                 -tf.reduce_sum(policy * tf.nn.log_softmax(logits[:-1]), axis=-1), mask)
             loss = pg_loss + self._baseline_cost * baseline_loss - self._entropy_cost * entropy
-        variables = self._network.trainable_variables
+        variables = [v for _, group in self._groups for v in group]
         gradients = tape.gradient(loss, variables)
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
-        self._optimizer.apply(gradients, variables)
+        start = 0
+        for opt, group in self._groups:
+            opt.apply(gradients[start:start + len(group)], group)
+            start += len(group)
         self._num_steps.assign_add(1)
         self._schedule.update(self._num_steps)
+        if self._value_optimizer is not None:
+            self._value_schedule.update(self._num_steps)
         return {
             "loss": loss,
             "pg_loss": pg_loss,
@@ -156,6 +173,15 @@ class IMPALALearner(VariablesSaveable, core.Learner):
             extra["unrolls_per_s"] = self.unrolls_learned / elapsed
         self._step_logger.record(metrics, extra)
 
+    def _partition(self) -> list:
+        """(optimizer, variables) pairs: one for everything, or policy and value apart."""
+        if self._value_optimizer is None:
+            return [(self._optimizer, list(self._network.trainable_variables))]
+        value_ids = {id(v) for v in self._network.value_variables}
+        policy = [v for v in self._network.trainable_variables if id(v) not in value_ids]
+        value = [v for v in self._network.trainable_variables if id(v) in value_ids]
+        return [(self._optimizer, policy), (self._value_optimizer, value)]
+
     def stats(self) -> dict:
         """Unrolls learned from, and taken from the queue but waiting for a full batch."""
         return {"unrolls_learned": self.unrolls_learned,
@@ -174,5 +200,5 @@ class IMPALALearner(VariablesSaveable, core.Learner):
             "num_steps": self._num_steps,
             "learning_rate": self._schedule.rate,
             "policy": self._network.variables,
-            "optimizer": self._optimizer.variables,
+            "optimizer": [v for opt, _ in self._groups for v in opt.variables],
         }

@@ -30,6 +30,10 @@ class SeparatePolicyValue(snt.Module):
     def __call__(self, observation):
         return self._policy(observation), tf.squeeze(self._value(observation), axis=-1)
 
+    @property
+    def value_variables(self):
+        return self._value.trainable_variables
+
 
 def make_policy_value_network(spec: EnvironmentSpec, config: IMPALAConfig) -> snt.Module:
     """observation -> (logits [B, A], value [B]); variables created with a dummy batch."""

@@ -97,3 +97,25 @@ def test_impala_learns_match_the_sign_and_consumes_every_unroll_once(tmp_path):
     episodes = result.objects["counter"].get_counts()["actor_episodes"]
     assert 2 * episodes <= written <= 2 * episodes + 4 * 2
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 9.0  # Random: 5.
+
+
+def test_value_torso_gets_its_own_learning_rate():
+    config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,), learning_rate=1e-3,
+                          value_learning_rate=1e-2)
+    learner, batch = _learner_and_batch(config)
+    network = learner._network
+    value_ids = {id(v) for v in network.value_variables}
+    before = {id(v): v.numpy() for v in network.trainable_variables}
+    learner._step_fn(batch)
+
+    def largest_change(value_side):
+        return max(float(np.abs(v.numpy() - before[id(v)]).max())
+                   for v in network.trainable_variables if (id(v) in value_ids) == value_side)
+
+    # Adam's first step moves each parameter by about its learning rate.
+    assert largest_change(True) == pytest.approx(1e-2, rel=0.05)
+    assert largest_change(False) == pytest.approx(1e-3, rel=0.05)
+    state = learner.save()
+    # Both optimizers' slots are in the checkpoint.
+    expected = len(learner._optimizer.variables) + len(learner._value_optimizer.variables)
+    assert sum(k.startswith("optimizer/") for k in state) == expected > 0
