@@ -31,10 +31,10 @@ class IMPALAConfig:
     shared_torso: bool = False  # One torso for policy and value (else one each).
 
     # Optimisation.
-    batch_size: int = 16  # Unrolls per learner step.
+    batch_size: int = 4  # Unrolls per learner step: many small updates, as each is used once.
     optimizer: str = "adam"  # "adam" or "rmsprop".
-    learning_rate: float = 5e-4
-    value_learning_rate: float = 0.0  # The value torso's own rate (separate torsos; 0: the same).
+    learning_rate: float = 2.5e-4  # The policy's rate (and the value's unless set below).
+    value_learning_rate: float = 5e-3  # The value torso's own rate (separate torsos; 0: the same).
     learning_rate_final: float = 1e-4  # Rate at the end of the decay.
     learning_rate_decay_steps: int = 0  # Learner steps of linear decay (0: constant rate).
     adam_epsilon: float = 1e-8  # Adam's (or RMSProp's) denominator floor.
@@ -87,8 +87,9 @@ class IMPALAConfig:
     def atari(cls, **overrides) -> IMPALAConfig:
         """The paper's shallow-network Atari settings (RMSProp, batch 32, T = 20)."""
         values = dict(
-            torso="atari", head_hidden_size=256, shared_torso=True, batch_size=32, optimizer="rmsprop",
-            learning_rate=6e-4, learning_rate_final=0.0, learning_rate_decay_steps=0,
+            torso="atari", head_hidden_size=256, shared_torso=True, batch_size=32,
+            optimizer="rmsprop", learning_rate=6e-4, value_learning_rate=0.0,
+            learning_rate_final=0.0, learning_rate_decay_steps=0,
             adam_epsilon=0.01, max_queue_size=128, variable_update_period=20,
         )
         values.update(overrides)
