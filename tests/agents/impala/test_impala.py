@@ -60,7 +60,8 @@ def test_on_policy_ratios_are_one_and_masked_steps_do_not_count():
 
     # Steps with mask 0 (after an episode's end) must not change the loss:
     # garbage there is the same as zeros there.
-    config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,), learning_rate=1e-9)
+    config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,), learning_rate=1e-9,
+                          value_learning_rate=0.0)  # Steps leave the weights as they are.
     learner, batch = _learner_and_batch(config, seed=1)
     batch["mask"][:, 2:] = 0.0
     batch["discount"][:, 1] = 0.0  # The episode terminated after step 1.
