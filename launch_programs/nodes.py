@@ -210,11 +210,14 @@ class EvaluatorNode:
         self._actor.update(wait=True)
         counts = self._counter.get_counts()
         timestep = self._env.reset()
+        self._actor.observe_first(timestep)  # A recurrent actor starts from its initial state.
         n = self._env.num_envs
         returns, lengths = np.zeros(n), np.zeros(n, np.int64)
         done = np.zeros(n, bool)
         while not done.all() and not self._stop.is_set():
-            timestep = self._env.step(self._actor.select_action(timestep.observation))
+            action = self._actor.select_action(timestep.observation)
+            timestep = self._env.step(action)
+            self._actor.observe(action, timestep)
             active = ~done
             returns[active] += timestep.reward[active]
             lengths[active] += 1

@@ -27,8 +27,7 @@ class SamplingPolicy(tf.Module):
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
         self._policy = tf.function(self._select, input_signature=[signature])
 
-    def _select(self, observation):
-        logits, _ = self._network(observation)
+    def _sample(self, logits):
         if self._greedy:
             actions = tf.argmax(logits, axis=-1, output_type=tf.int32)
         else:
@@ -36,7 +35,11 @@ class SamplingPolicy(tf.Module):
             gumbel = -tf.math.log(-tf.math.log(
                 self._rng.uniform(tf.shape(logits), 1e-20, 1.0)))
             actions = tf.argmax(logits + gumbel, axis=-1, output_type=tf.int32)
-        return tf.cast(actions, self.spec.actions.dtype), logits
+        return tf.cast(actions, self.spec.actions.dtype)
+
+    def _select(self, observation):
+        logits, _ = self._network(observation)
+        return self._sample(logits), {"logits": logits}
 
     def __call__(self, observation):
         return self._policy(observation)
@@ -44,3 +47,22 @@ class SamplingPolicy(tf.Module):
     @property
     def num_traces(self) -> int:
         return self._policy.experimental_get_tracing_count()
+
+
+class RecurrentSamplingPolicy(SamplingPolicy):
+    """(observations, core states) -> (actions, {"logits"}, new core states)."""
+
+    def __init__(self, network: snt.Module, spec: EnvironmentSpec, greedy: bool = False,
+                 seed: int = 0):
+        super().__init__(network, spec, greedy, seed)
+        observation = tree.map_structure(
+            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
+        state = tuple(tf.TensorSpec((None, network.core_size), tf.float32) for _ in range(2))
+        self._policy = tf.function(self._select_recurrent, input_signature=[observation, state])
+
+    def _select_recurrent(self, observation, state):
+        (logits, _), new_state = self._network(observation, state)
+        return self._sample(logits), {"logits": logits}, new_state
+
+    def __call__(self, observation, state):
+        return self._policy(observation, state)

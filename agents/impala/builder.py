@@ -16,11 +16,11 @@ from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
-from agents.impala.acting import SamplingPolicy
+from agents.impala.acting import RecurrentSamplingPolicy, SamplingPolicy
 from agents.impala.config import IMPALAConfig
 from agents.impala.learning import IMPALALearner
 from agents.impala.networks import make_networks
-from components.actors import BatchedFeedForwardActor
+from components.actors import BatchedFeedForwardActor, BatchedRecurrentActor
 from components.adders import Adder, UnrollAdder, unroll_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
 from components.replay import make_queue_table
@@ -38,8 +38,14 @@ class IMPALABuilder:
     def __init__(self, config: IMPALAConfig):
         self.config = config
 
-    def _extras_spec(self, spec: EnvironmentSpec) -> tf.TensorSpec:
-        return tf.TensorSpec((num_discrete_actions(spec),), tf.float32)  # Behaviour logits.
+    def _extras_spec(self, spec: EnvironmentSpec) -> dict:
+        """Behaviour logits; with an LSTM, also the core state each step began with."""
+        extras = {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32)}
+        if self.config.lstm_size:
+            size = self.config.lstm_size
+            extras["core_state"] = (tf.TensorSpec((size,), tf.float32),
+                                    tf.TensorSpec((size,), tf.float32))
+        return extras
 
     def signature(self, spec: EnvironmentSpec) -> dict:
         return unroll_signature(spec, self.config.unroll_length, self._extras_spec(spec))
@@ -76,7 +82,8 @@ class IMPALABuilder:
     ) -> SamplingPolicy:
         del actor_id, num_actors  # Every IMPALA actor samples from the same policy.
         greedy = evaluation and self.config.evaluation_greedy
-        return SamplingPolicy(networks["policy"], spec, greedy=greedy, seed=seed)
+        policy_class = RecurrentSamplingPolicy if self.config.lstm_size else SamplingPolicy
+        return policy_class(networks["policy"], spec, greedy=greedy, seed=seed)
 
     def make_actor(
         self,
@@ -89,6 +96,8 @@ class IMPALABuilder:
         if variable_source is not None:
             client = VariableClient(variable_source, {"policy": networks["policy"].variables},
                                     update_period=self.config.variable_update_period)
+        if self.config.lstm_size:
+            return BatchedRecurrentActor(policy, networks["policy"].initial_state, adders, client)
         return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
 
     def make_learner(

@@ -29,6 +29,7 @@ class IMPALAConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).
+    lstm_size: int = 0  # > 0: an LSTM core of this size after a shared torso (recurrent policy).
 
     # Optimisation.
     batch_size: int = 4  # Unrolls per learner step: many small updates, as each is used once.
@@ -58,6 +59,7 @@ class IMPALAConfig:
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
                 "a non-empty list of positive integers", self.hidden_sizes)
+        require(self.lstm_size >= 0, "lstm_size", ">= 0", self.lstm_size)
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
         require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
         require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",

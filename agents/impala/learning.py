@@ -109,13 +109,18 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         actions = tf.cast(data["action"][:-1], tf.int32)
         mask = data["mask"][:-1]
         with tf.GradientTape() as tape:
-            flat_logits, flat_values = self._network(flat)
-            logits = tf.reshape(flat_logits, [steps, size, -1])
-            values = tf.reshape(flat_values, [steps, size])
+            if "core_state" in data["extras"]:
+                # Replay the unroll from the core state the actor had at its start.
+                start = tree.map_structure(lambda x: x[0], data["extras"]["core_state"])
+                logits, values = self._network.unroll(observations, start)
+            else:
+                flat_logits, flat_values = self._network(flat)
+                logits = tf.reshape(flat_logits, [steps, size, -1])
+                values = tf.reshape(flat_values, [steps, size])
             target_logp = -tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=actions, logits=logits[:-1])
             behaviour_logp = -tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=actions, logits=data["extras"][:-1])
+                labels=actions, logits=data["extras"]["logits"][:-1])
             log_rhos = tf.where(mask > 0, target_logp - behaviour_logp, _NO_RATIO)
             returns = vtrace(
                 log_rhos=log_rhos,

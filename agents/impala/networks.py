@@ -8,7 +8,7 @@ import tree
 
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
 from agents.impala.config import IMPALAConfig
-from components.networks import PolicyValueHead, make_torso
+from components.networks import PolicyValueHead, RecurrentPolicyValue, make_torso
 
 
 class SeparatePolicyValue(snt.Module):
@@ -38,6 +38,13 @@ class SeparatePolicyValue(snt.Module):
 def make_policy_value_network(spec: EnvironmentSpec, config: IMPALAConfig) -> snt.Module:
     """observation -> (logits [B, A], value [B]); variables created with a dummy batch."""
     head_hidden = [config.head_hidden_size] if config.head_hidden_size else []
+    if config.lstm_size:
+        network = RecurrentPolicyValue(make_torso(spec, config.torso, config.hidden_sizes),
+                                       config.lstm_size, num_discrete_actions(spec), head_hidden)
+        dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
+                                   spec.observations)
+        network(dummy, network.initial_state(1))
+        return network
     if config.shared_torso:
         network = snt.Sequential([
             make_torso(spec, config.torso, config.hidden_sizes),

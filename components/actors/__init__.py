@@ -1,5 +1,6 @@
-"""Actors: feed-forward (one environment) and batched (K environments, one policy call)."""
+"""Actors: feed-forward (one environment), batched (K environments, one policy call), recurrent."""
 
 from components.actors.feed_forward import BatchedFeedForwardActor, FeedForwardActor
+from components.actors.recurrent import BatchedRecurrentActor
 
-__all__ = ["BatchedFeedForwardActor", "FeedForwardActor"]
+__all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "FeedForwardActor"]

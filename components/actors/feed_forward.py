@@ -42,7 +42,8 @@ def write_with_priorities(adders: Sequence[Adder], priority_fn: PriorityFn) -> N
             start += len(items)
 
 
-def _slot(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
+def slot_timestep(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
+    """Environment i's timestep out of a batched one."""
     step_type = dm_env.StepType(int(timestep.step_type[i]))
     first = step_type == dm_env.StepType.FIRST
     return dm_env.TimeStep(
@@ -124,11 +125,11 @@ class BatchedFeedForwardActor(core.Actor):
 
     def observe_first(self, timestep: dm_env.TimeStep) -> None:
         for i, adder in enumerate(self._adders):
-            adder.add_first(_slot(timestep, i))
+            adder.add_first(slot_timestep(timestep, i))
 
     def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
         for i, adder in enumerate(self._adders):
-            timestep = _slot(next_timestep, i)
+            timestep = slot_timestep(next_timestep, i)
             if timestep.first():
                 adder.add_first(timestep)
             elif self._extras is not None:

@@ -1,0 +1,87 @@
+"""A batched recurrent actor: K environments, one policy call per step, one core state each.
+
+The policy maps (observations, states) to (actions, extras dict, new states). The
+actor keeps each environment's core state, resets it to the initial state
+when that environment starts an episode, and hands each adder the state the
+step began with (`extras["core_state"]`), so a learner can replay an unroll
+from exactly where the actor was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dm_env
+import numpy as np
+import tree
+
+from agentkit import core
+from components.actors.feed_forward import slot_timestep
+from components.adders.base import Adder
+from components.variable_client import VariableClient
+
+RecurrentPolicy = Callable[[Any, Any], tuple]  # (obs, state) -> (actions, extras, state)
+
+
+class BatchedRecurrentActor(core.Actor):
+    """Acts in K environments with a recurrent policy; extras go to each environment's adder."""
+
+    def __init__(
+        self,
+        policy: RecurrentPolicy,
+        initial_state: Callable[[int], Any],
+        adders: Sequence[Adder] | None = None,
+        variable_client: VariableClient | None = None,
+    ):
+        self._policy = policy
+        self._initial_state = initial_state
+        self._adders = list(adders or [])
+        self._client = variable_client
+        self._state = None  # Made at the first step, for that many environments.
+        self._step_state = None  # The state the last selected actions started from.
+        self._extras = None
+
+    def _zeros(self, batch_size: int):
+        return tree.map_structure(np.asarray, self._initial_state(batch_size))
+
+    def _reset_rows(self, first: np.ndarray) -> None:
+        if first.any() and self._state is not None:
+            initial = self._zeros(len(first))
+            self._state = tree.map_structure(
+                lambda s, z: np.where(first.reshape((-1,) + (1,) * (s.ndim - 1)), z, s),
+                self._state, initial)
+
+    def select_action(self, observation: Any) -> np.ndarray:
+        if self._state is None:
+            self._state = self._zeros(len(tree.flatten(observation)[0]))
+        self._step_state = self._state
+        actions, extras, new_state = self._policy(observation, self._state)
+        self._state = tree.map_structure(np.asarray, new_state)
+        self._extras = tree.map_structure(np.asarray, extras)
+        return np.asarray(actions)
+
+    def observe_first(self, timestep: dm_env.TimeStep) -> None:
+        self._state = None  # Every environment starts from the initial state.
+        for i, adder in enumerate(self._adders):
+            adder.add_first(slot_timestep(timestep, i))
+
+    def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+        first = np.asarray(next_timestep.step_type) == dm_env.StepType.FIRST
+        for i, adder in enumerate(self._adders):
+            timestep = slot_timestep(next_timestep, i)
+            if timestep.first():
+                adder.add_first(timestep)
+            else:
+                extras = dict(tree.map_structure(lambda x, i=i: x[i], self._extras))
+                extras["core_state"] = tree.map_structure(lambda s, i=i: s[i], self._step_state)
+                adder.add(action[i], timestep, extras)
+        self._reset_rows(first)
+
+    def update(self, wait: bool = False) -> None:
+        if self._client is not None:
+            self._client.update(wait)
+
+    def close(self) -> None:
+        for adder in self._adders:
+            adder.close()
