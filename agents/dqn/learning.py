@@ -27,7 +27,13 @@ import tensorflow as tf
 from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from components.learning import LinearDecay, StepLogger, VariablesSaveable
+from components.learning import (
+    LinearDecay,
+    StepLogger,
+    VariablesSaveable,
+    all_finite,
+    check_finite,
+)
 
 
 def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
@@ -100,6 +106,19 @@ class DQNLearner(VariablesSaveable, core.Learner):
         variables = self._network.trainable_variables
         gradients = tape.gradient(loss, variables)
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
+        finite = all_finite([loss, grad_norm])
+        if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
+            self._apply(gradients, variables, td, keys)
+        return {
+            "loss": loss,
+            "q_mean": tf.reduce_mean(q_a),
+            "td_abs_mean": tf.reduce_mean(tf.abs(td)),
+            "grad_norm": grad_norm,
+            "learning_rate": tf.identity(self._schedule.rate),
+            "finite": finite,
+        }
+
+    def _apply(self, gradients, variables, td, keys) -> None:
         self._optimizer.apply(gradients, variables)
         self._schedule.update(self._num_steps)
         if self._replay_client is not None:
@@ -114,17 +133,13 @@ class DQNLearner(VariablesSaveable, core.Learner):
         elif self._num_steps % self._target_update_period == 0:
             for target, source in pairs:
                 target.assign(source)
-        return {
-            "loss": loss,
-            "q_mean": tf.reduce_mean(q_a),
-            "td_abs_mean": tf.reduce_mean(tf.abs(td)),
-            "grad_norm": grad_norm,
-            "learning_rate": tf.identity(self._schedule.rate),
-        }
 
     def step(self) -> None:
         sample = next(self._iterator)
-        self._step_logger.record(self._step_fn(sample))
+        metrics = self._step_fn(sample)
+        if not bool(metrics.pop("finite")):
+            check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
+        self._step_logger.record(metrics)
 
     @property
     def num_steps(self) -> int:

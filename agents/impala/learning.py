@@ -28,7 +28,13 @@ import tree
 from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from components.learning import LinearDecay, StepLogger, VariablesSaveable
+from components.learning import (
+    LinearDecay,
+    StepLogger,
+    VariablesSaveable,
+    all_finite,
+    check_finite,
+)
 from components.losses import vtrace
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
@@ -141,6 +147,20 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         variables = [v for _, group in self._groups for v in group]
         gradients = tape.gradient(loss, variables)
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
+        finite = all_finite([pg_loss, baseline_loss, entropy, grad_norm])
+        if finite:  # A NaN batch changes nothing.
+            self._apply(gradients)
+        return {
+            "loss": loss,
+            "pg_loss": pg_loss,
+            "baseline_loss": baseline_loss,
+            "entropy": entropy,
+            "grad_norm": grad_norm,
+            "rho_mean": _masked_mean(tf.exp(log_rhos), mask),
+            "finite": finite,
+        }
+
+    def _apply(self, gradients) -> None:
         start = 0
         for opt, group in self._groups:
             opt.apply(gradients[start:start + len(group)], group)
@@ -149,20 +169,15 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         self._schedule.update(self._num_steps)
         if self._value_optimizer is not None:
             self._value_schedule.update(self._num_steps)
-        return {
-            "loss": loss,
-            "pg_loss": pg_loss,
-            "baseline_loss": baseline_loss,
-            "entropy": entropy,
-            "grad_norm": grad_norm,
-            "rho_mean": _masked_mean(tf.exp(log_rhos), mask),
-        }
 
     def step(self) -> None:
         started = time.monotonic()
         batch = next(self._iterator)
         waited = time.monotonic() - started
         metrics = self._step_fn(batch)
+        if not bool(metrics.pop("finite")):
+            check_finite(metrics, ["pg_loss", "baseline_loss", "entropy", "grad_norm"],
+                         self.num_steps + 1)
         self.unrolls_learned += int(np.shape(batch["mask"])[0])
         # Which side limits the run: the share of time spent waiting for
         # unrolls since the first batch (near 1: actors are too slow; near 0:

@@ -161,3 +161,28 @@ def test_atari_torso_is_chosen_for_frames_and_refused_for_vectors():
     assert networks["q"](tf.zeros((2, 84, 84, 4), tf.uint8)).shape == (2, 6)
     with pytest.raises(ConfigError, match="--torso"):
         builder.make_networks(make_environment_spec(fakes.discrete_environment()))
+
+
+def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing(reverb_server_factory):
+    from components.learning import NonFiniteLossError
+
+    builder, learner, client, *_ = _setup(reverb_server_factory, prioritized=True)
+    learner.step()
+    sample = next(learner._iterator)
+    reward = np.asarray(sample.data.reward).copy()
+    reward[3] = np.nan  # One poisoned transition.
+    poisoned = sample._replace(data=sample.data._replace(reward=tf.constant(reward)))
+    before = learner.save()
+    priorities = _priorities(client, builder.table_name)
+    learner._iterator = iter([poisoned])
+    with pytest.raises(NonFiniteLossError, match="learner step 2: loss term 'loss' is nan"):
+        learner.step()
+    after = learner.save()
+    assert set(before) == set(after)
+    for name in before:  # Weights, target, optimizer and step count: all as they were.
+        np.testing.assert_array_equal(before[name], after[name])
+    later = _priorities(client, builder.table_name)  # A random subset of the items.
+    common = set(priorities) & set(later)
+    assert len(common) > 10
+    assert all(later[k] == priorities[k] for k in common)  # No priority was written...
+    assert all(np.isfinite(list(later.values())))  # ...and no NaN reached the table.

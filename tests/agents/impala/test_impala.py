@@ -165,3 +165,18 @@ def test_recurrent_impala_learns_through_threads(tmp_path):
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 9.0  # Random: 5.
+
+
+def test_a_nan_batch_stops_the_learner_naming_the_term():
+    from components.learning import NonFiniteLossError
+
+    config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,))
+    learner, batch = _learner_and_batch(config)
+    batch["reward"][1, 2] = np.inf
+    before = learner.save()
+    learner._iterator = iter([batch])
+    with pytest.raises(NonFiniteLossError, match="learner step 1: loss term 'pg_loss' is inf"):
+        learner.step()
+    after = learner.save()
+    for name in before:
+        np.testing.assert_array_equal(before[name], after[name])
