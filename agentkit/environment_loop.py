@@ -146,6 +146,9 @@ class BatchedEnvironmentLoop(_LoopBase):
                 if self._update_actor:
                     self._actor.update()
                 stepped = timestep.step_type != dm_env.StepType.FIRST
+                # An episode cut short (its environment failed and was reset)
+                # starts again from zero.
+                returns[~stepped], lengths[~stepped] = 0.0, 0
                 reward = np.asarray(timestep.reward, np.float64).reshape(num_envs, -1).sum(-1)
                 returns[stepped] += reward[stepped]
                 lengths[stepped] += 1

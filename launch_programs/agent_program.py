@@ -24,6 +24,7 @@ class ProgramConfig:
 
     num_actors: int = 2  # Actor nodes.
     num_envs_per_actor: int = 4  # Environments each actor steps with one policy call.
+    max_env_failures: int = 10  # Episodes an actor's simulators may fail (raise) before it does.
     max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
     eval_every: int = 5_000  # Actor steps between evaluations.
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
@@ -36,6 +37,7 @@ class ProgramConfig:
         require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
         require(self.num_envs_per_actor >= 1, "num_envs_per_actor", ">= 1",
                 self.num_envs_per_actor)
+        require(self.max_env_failures >= 0, "max_env_failures", ">= 0", self.max_env_failures)
         require(self.max_actor_steps >= 1, "max_actor_steps", ">= 1", self.max_actor_steps)
         require(self.eval_every >= 1, "eval_every", ">= 1", self.eval_every)
         require(self.eval_episodes >= 0, "eval_episodes", ">= 0", self.eval_episodes)
@@ -75,7 +77,7 @@ def make_agent_program(
             f"actor_{i}", "actor", nodes.ActorNode, builder, environment_factory, spec, i,
             config.num_actors, config.num_envs_per_actor, replay, learner, counter,
             config.max_actor_steps, logdir, start_time, config.seed, config.print_every_s,
-            ends_program=True,
+            config.max_env_failures, ends_program=True,
         )
     if config.eval_episodes > 0:
         program.add_node(

@@ -121,6 +121,7 @@ class ActorNode:
         start_time: float,
         seed: int,
         print_every_s: float = 5.0,
+        max_env_failures: int = 10,
     ):
         networks = builder.make_networks(spec)
         # The loop counts at every episode end; batching the calls keeps a
@@ -134,8 +135,10 @@ class ActorNode:
         self._actor = builder.make_actor(policy, networks, adders, variable_source)
         base_seed = seed * 100_003 + actor_id * num_envs
         environment = BatchedEnvironment.from_factory(
-            lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs
+            lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs,
+            max_failures=max_env_failures, on_failure=self._environment_failed,
         )
+        self._actor_id = actor_id
         self._loop = BatchedEnvironmentLoop(
             environment, self._actor, counter=self._actor_counter,
             logger=make_logger("actor", logdir, start_time,
@@ -148,6 +151,11 @@ class ActorNode:
 
     def _budget_spent(self, counts) -> bool:
         return counts.get("actor_steps", 0) >= self._max_actor_steps
+
+    def _environment_failed(self, index: int, error: BaseException) -> None:
+        self._actor_counter.increment(failed_episodes=1)
+        print(f"[actor_{self._actor_id}] environment {index} raised "
+              f"{type(error).__name__}: {error}; reset, episode counted as failed", flush=True)
 
     def items_written(self) -> int:
         """Replay items this actor's adders wrote."""

@@ -144,3 +144,37 @@ def match_the_sign(seed: int = 0, evaluation: bool = False) -> MatchTheSign:
     """An environment factory (module level, so node processes can import it)."""
     del evaluation
     return MatchTheSign(episode_length=10, seed=seed)
+
+
+class FlakyEnvironment(dm_env.Environment):
+    """Wraps an environment and raises on the listed (global) step numbers: a crashing simulator."""
+
+    def __init__(self, environment: dm_env.Environment, fail_at_steps=(), fail_resets: int = 0):
+        self._env = environment
+        self._fail_at = set(fail_at_steps)
+        self._fail_resets = fail_resets
+        self.steps = 0
+
+    def reset(self) -> dm_env.TimeStep:
+        if self._fail_resets > 0:
+            self._fail_resets -= 1
+            raise RuntimeError("simulator crashed during reset")
+        return self._env.reset()
+
+    def step(self, action) -> dm_env.TimeStep:
+        self.steps += 1
+        if self.steps in self._fail_at:
+            raise RuntimeError(f"simulator crashed at step {self.steps}")
+        return self._env.step(action)
+
+    def observation_spec(self):
+        return self._env.observation_spec()
+
+    def action_spec(self):
+        return self._env.action_spec()
+
+
+def flaky_match_the_sign(seed: int = 0, evaluation: bool = False) -> dm_env.Environment:
+    """MatchTheSign whose simulator raises at steps 15 and 40 (training environments only)."""
+    env = match_the_sign(seed, evaluation)
+    return env if evaluation else FlakyEnvironment(env, fail_at_steps=(15, 40))

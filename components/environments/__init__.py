@@ -1,6 +1,6 @@
 """Environments: adapters to dm_env, wrappers, and the `--env` name registry."""
 
-from components.environments.batched import BatchedEnvironment
+from components.environments.batched import BatchedEnvironment, EnvironmentFailure
 from components.environments.gym_adapter import GymnasiumToDmEnv
 from components.environments.registry import (
     ENVIRONMENT_KINDS,
@@ -12,6 +12,7 @@ from components.environments.wrappers import SinglePrecisionWrapper
 __all__ = [
     "ENVIRONMENT_KINDS",
     "BatchedEnvironment",
+    "EnvironmentFailure",
     "GymnasiumToDmEnv",
     "SinglePrecisionWrapper",
     "UnknownEnvironmentError",

@@ -4,6 +4,10 @@
 previous timestep was LAST: those are reset instead (their action is
 ignored) and return a FIRST timestep. Every field of the returned timestep
 has a leading K axis, so one policy call serves all K environments.
+
+A simulator that raises during a step is reset and its episode counted as
+failed (it returns FIRST, so adders write the cut-short episode as
+truncated); past `max_failures` failures the error is raised, named.
 """
 
 from __future__ import annotations
@@ -26,21 +30,31 @@ def _stack(timesteps: Sequence[dm_env.TimeStep]) -> dm_env.TimeStep:
     )
 
 
+class EnvironmentFailure(RuntimeError):
+    """An environment raised more often than the configured limit allows."""
+
+
 class BatchedEnvironment:
     """Steps a list of dm_env environments sequentially, with auto-reset."""
 
-    def __init__(self, environments: Sequence[dm_env.Environment]):
+    def __init__(self, environments: Sequence[dm_env.Environment], max_failures: int = 0,
+                 on_failure: Callable[[int, BaseException], None] | None = None):
         if not environments:
             raise ValueError("BatchedEnvironment needs at least one environment")
+        if max_failures < 0:
+            raise ValueError(f"max_failures must be >= 0, got {max_failures}")
         self._envs = list(environments)
         self._last = np.zeros(len(self._envs), dtype=bool)
+        self._max_failures = max_failures
+        self._on_failure = on_failure
+        self.failed_episodes = 0
 
     @classmethod
     def from_factory(
-        cls, factory: Callable[[int], dm_env.Environment], num_envs: int
+        cls, factory: Callable[[int], dm_env.Environment], num_envs: int, **kwargs
     ) -> BatchedEnvironment:
         """Builds `num_envs` environments with `factory(i)`."""
-        return cls([factory(i) for i in range(num_envs)])
+        return cls([factory(i) for i in range(num_envs)], **kwargs)
 
     @property
     def num_envs(self) -> int:
@@ -54,10 +68,29 @@ class BatchedEnvironment:
     def step(self, actions) -> dm_env.TimeStep:
         timesteps = []
         for i, env in enumerate(self._envs):
-            timestep = env.reset() if self._last[i] else env.step(actions[i])
+            try:
+                timestep = env.reset() if self._last[i] else env.step(actions[i])
+            except Exception as error:  # noqa: BLE001  (any simulator error)
+                timestep = self._recover(i, error)
             self._last[i] = timestep.last()
             timesteps.append(timestep)
         return _stack(timesteps)
+
+    def _recover(self, i: int, error: Exception) -> dm_env.TimeStep:
+        """Counts the failure and resets environment i, or raises past the limit."""
+        while True:
+            self.failed_episodes += 1
+            if self._on_failure is not None:
+                self._on_failure(i, error)
+            if self.failed_episodes > self._max_failures:
+                raise EnvironmentFailure(
+                    f"environment {i} raised {type(error).__name__}: {error} "
+                    f"({self.failed_episodes} failed episodes, limit {self._max_failures})"
+                ) from error
+            try:
+                return self._envs[i].reset()
+            except Exception as reset_error:  # noqa: BLE001
+                error = reset_error
 
     def observation_spec(self):
         return self._envs[0].observation_spec()

@@ -90,3 +90,32 @@ def test_dqn_solves_cartpole_through_threads(tmp_path):
     assert run.main(["--env=gym:CartPole-v1", "--num_actors=2", "--num_envs_per_actor=4",
                      "--max_actor_steps=100000", f"--logdir={tmp_path}", "--print_every_s=0"]) == 0
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 475
+
+
+def _small_dqn():
+    return DQNConfig(hidden_sizes=(16,), head_hidden_size=16, batch_size=16, min_replay_size=100,
+                     samples_per_insert=2.0, n_step=2, variable_update_period=50)
+
+
+def test_crashing_simulators_are_reset_counted_and_lose_no_transition(tmp_path):
+    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=2000,
+                                   eval_episodes=0, print_every_s=0)
+    spec = make_environment_spec(fakes.match_the_sign())
+    result = launch_threads(make_agent_program(
+        DQNBuilder(_small_dqn()), fakes.flaky_match_the_sign, spec, program_config, str(tmp_path)))
+    assert result.status == "completed", result.error and result.error.formatted
+    counts = result.objects["counter"].get_counts()
+    assert counts["actor_failed_episodes"] == 2 * 2 * 2  # Each of 4 simulators failed twice.
+    info = result.objects["replay"].info()[DQNBuilder.table_name]
+    assert info["num_inserts"] == counts["actor_steps"]  # Cut episodes written as truncated.
+
+
+def test_too_many_simulator_failures_stop_the_program_with_the_error(tmp_path):
+    program_config = ProgramConfig(num_actors=1, num_envs_per_actor=2, max_actor_steps=2000,
+                                   eval_episodes=0, print_every_s=0, max_env_failures=1)
+    spec = make_environment_spec(fakes.match_the_sign())
+    result = launch_threads(make_agent_program(
+        DQNBuilder(_small_dqn()), fakes.flaky_match_the_sign, spec, program_config, str(tmp_path)))
+    assert result.status == "failed"
+    assert result.error.node == "actor_0"
+    assert "EnvironmentFailure" in str(result.error) and "limit 1" in str(result.error)
