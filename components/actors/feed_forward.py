@@ -93,7 +93,22 @@ class FeedForwardActor(core.Actor):
             self._adder.close()
 
 
-class BatchedFeedForwardActor(core.Actor):
+class BatchedActorBase(core.Actor):
+    """What batched actors share: weight updates through a client, one adder per environment."""
+
+    _client: VariableClient | None
+    _adders: list
+
+    def update(self, wait: bool = False) -> None:
+        if self._client is not None:
+            self._client.update(wait)
+
+    def close(self) -> None:
+        for adder in self._adders:
+            adder.close()
+
+
+class BatchedFeedForwardActor(BatchedActorBase):
     """Acts in K environments (see BatchedEnvironment) with one policy call per step."""
 
     def __init__(
@@ -139,10 +154,3 @@ class BatchedFeedForwardActor(core.Actor):
         if self._priority_fn is not None:
             write_with_priorities(self._adders, self._priority_fn)
 
-    def update(self, wait: bool = False) -> None:
-        if self._client is not None:
-            self._client.update(wait)
-
-    def close(self) -> None:
-        for adder in self._adders:
-            adder.close()

@@ -16,15 +16,14 @@ import dm_env
 import numpy as np
 import tree
 
-from agentkit import core
-from components.actors.feed_forward import slot_timestep
+from components.actors.feed_forward import BatchedActorBase, slot_timestep
 from components.adders.base import Adder
 from components.variable_client import VariableClient
 
 RecurrentPolicy = Callable[[Any, Any], tuple]  # (obs, state) -> (actions, extras, state)
 
 
-class BatchedRecurrentActor(core.Actor):
+class BatchedRecurrentActor(BatchedActorBase):
     """Acts in K environments with a recurrent policy; extras go to each environment's adder."""
 
     def __init__(
@@ -78,10 +77,3 @@ class BatchedRecurrentActor(core.Actor):
                 adder.add(action[i], timestep, extras)
         self._reset_rows(first)
 
-    def update(self, wait: bool = False) -> None:
-        if self._client is not None:
-            self._client.update(wait)
-
-    def close(self) -> None:
-        for adder in self._adders:
-            adder.close()
