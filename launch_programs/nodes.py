@@ -127,6 +127,7 @@ class ActorNode:
         # The loop counts at every episode end; batching the calls keeps a
         # counter in another process from costing a round trip per episode.
         self._actor_counter = Counter(counter, "actor", sync_every_s=0.1)
+        self._actor_id = actor_id
         client = reverb.Client(replay.address())
         adders = [builder.make_adder(client, spec) for _ in range(num_envs)]
         self._adders = adders
@@ -138,7 +139,6 @@ class ActorNode:
             lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs,
             max_failures=max_env_failures, on_failure=self._environment_failed,
         )
-        self._actor_id = actor_id
         self._loop = BatchedEnvironmentLoop(
             environment, self._actor, counter=self._actor_counter,
             logger=make_logger("actor", logdir, start_time,

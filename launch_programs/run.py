@@ -169,10 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    import numpy as np
-
     from agentkit.checkpointing import Checkpointer
     from agentkit.config import as_dict
+    from agentkit.counting import Counter
     from launch_programs.agent_program import make_agent_program
     from launch_programs.ray_launcher import RayLauncher
     from launch_programs.summary import write_summary
@@ -181,11 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run.fresh and os.path.isdir(run.logdir):
         shutil.rmtree(run.logdir)
     os.makedirs(run.logdir, exist_ok=True)
-    counter_checkpoint = os.path.join(run.logdir, "checkpoints", "counter.npz")
     initial_counts = None
-    if os.path.exists(counter_checkpoint):  # Resume: counts and budget go on from there.
-        with np.load(counter_checkpoint, allow_pickle=False) as data:
-            initial_counts = {k: float(data[k]) for k in data.files}
+    saved = Counter()
+    if Checkpointer(saved, os.path.join(run.logdir, "checkpoints"), "counter").restore():
+        initial_counts = saved.get_counts()  # Resume: counts and budget go on from there.
         print(f"[run] resuming from {run.logdir}: actor_steps="
               f"{int(initial_counts.get('actor_steps', 0))} learner_steps="
               f"{int(initial_counts.get('learner_steps', 0))}", flush=True)

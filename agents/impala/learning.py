@@ -108,10 +108,6 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         data = tree.map_structure(
             lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))), batch)
         observations = data["observation"]
-        steps, size = tf.shape(data["mask"])[0], tf.shape(data["mask"])[1]
-        flat = tree.map_structure(
-            lambda x: tf.reshape(x, tf.concat([[steps * size], tf.shape(x)[2:]], 0)),
-            observations)
         actions = tf.cast(data["action"][:-1], tf.int32)
         mask = data["mask"][:-1]
         with tf.GradientTape() as tape:
@@ -119,7 +115,11 @@ class IMPALALearner(VariablesSaveable, core.Learner):
                 # Replay the unroll from the core state the actor had at its start.
                 start = tree.map_structure(lambda x: x[0], data["extras"]["core_state"])
                 logits, values = self._network.unroll(observations, start)
-            else:
+            else:  # One forward pass over all T+1 steps of all unrolls.
+                steps, size = tf.shape(data["mask"])[0], tf.shape(data["mask"])[1]
+                flat = tree.map_structure(
+                    lambda x: tf.reshape(x, tf.concat([[steps * size], tf.shape(x)[2:]], 0)),
+                    observations)
                 flat_logits, flat_values = self._network(flat)
                 logits = tf.reshape(flat_logits, [steps, size, -1])
                 values = tf.reshape(flat_values, [steps, size])
