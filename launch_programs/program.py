@@ -84,3 +84,19 @@ class LaunchResult:
     status: str  # "completed", "interrupted" or "failed".
     objects: dict[str, Any]
     error: NodeError | None = None
+
+
+def shutdown_despite_interrupts(shutdown: Callable[[], None], attempts: int = 3) -> bool:
+    """Runs `shutdown()` to the end even if Ctrl-C lands in the middle of it.
+
+    Stopping nodes is idempotent, so an interrupted shutdown simply starts
+    again. Returns whether an interrupt arrived.
+    """
+    interrupted = False
+    for _ in range(attempts):
+        try:
+            shutdown()
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+    return interrupted

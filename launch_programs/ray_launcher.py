@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
 from agentkit.config import require
 from agentkit.core import ADVERTISE_HOST_ENV
-from launch_programs.program import LaunchResult, NodeError, Program
+from launch_programs.program import LaunchResult, NodeError, Program, shutdown_despite_interrupts
 
 
 @dataclasses.dataclass
@@ -174,6 +176,17 @@ class RayLauncher:
             return
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        # ray.init replaces the SIGTERM handler with sys.exit, which would skip
+        # the ordered shutdown: a handler the caller installed is put back.
+        previous_sigterm = signal.getsignal(signal.SIGTERM)
+        self._owns_ray = True  # Set first: an interrupted init still gets shut down.
+        try:
+            self._init_ray(ray)
+        finally:
+            if callable(previous_sigterm) and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, previous_sigterm)
+
+    def _init_ray(self, ray) -> None:
         if self._config.ray_address:
             ray.init(address=self._config.ray_address, log_to_driver=True)
         else:
@@ -183,7 +196,6 @@ class RayLauncher:
             needed = sum(self._resources(n.kind)["num_cpus"] for n in self._program.nodes.values())
             ray.init(num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
                      include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True)
-        self._owns_ray = True
 
     def _build(self) -> None:
         import ray
@@ -257,8 +269,8 @@ class RayLauncher:
         except KeyboardInterrupt:
             status = "interrupted"
         finally:
-            if ray.is_initialized():
-                self.shutdown()
+            if ray.is_initialized() and shutdown_despite_interrupts(self.shutdown):
+                status = "interrupted"
         if error is not None:
             status = "failed"
         return LaunchResult(status, self.objects, error)
@@ -331,6 +343,9 @@ class RayLauncher:
         import ray
 
         if not ray.is_initialized():
+            if self._owns_ray:  # Interrupted inside ray.init: release what it started.
+                ray.shutdown()
+                self._owns_ray = False
             return
         for handle in self._handles.values():
             try:

@@ -13,7 +13,9 @@ import dataclasses
 import functools
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -158,8 +160,68 @@ def prepare(run: RunSpec):
     return builder, factory, spec
 
 
+class StopSignals:
+    """Turns the first SIGINT or SIGTERM into a clean stop; later ones only say so.
+
+    Before `arm()` a signal is only recorded (the run then does not start);
+    once armed, it raises KeyboardInterrupt in the main thread, which the
+    launchers answer with their ordered shutdown. After `disarm()` (while the
+    summary is written) signals are recorded again, never raised.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.received: int | None = None
+        self._armed = False
+        self._previous = {}
+
+    def install(self) -> StopSignals:
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def uninstall(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is not None:
+            print(f"[run] {signal.Signals(signum).name}: already stopping", file=sys.stderr,
+                  flush=True)
+            return
+        self.received = signum
+        print(f"[run] {signal.Signals(signum).name}: stopping (flushing adders, saving the "
+              f"learner, writing the summary)", file=sys.stderr, flush=True)
+        if self._armed:
+            self._armed = False
+            raise KeyboardInterrupt
+
+    def arm(self) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self._armed = True
+
+    def disarm(self) -> None:
+        self._armed = False
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.received or signal.SIGINT)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    signals = StopSignals().install() if in_main_thread else StopSignals()
+    try:
+        return _main(argv, signals)
+    finally:
+        signals.uninstall()
+
+
+def _main(argv: list[str], signals: StopSignals) -> int:
     try:
         run = parse(argv)
         if run is None:
@@ -173,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agentkit.config import as_dict
     from agentkit.counting import Counter
     from launch_programs.agent_program import make_agent_program
+    from launch_programs.program import LaunchResult
     from launch_programs.ray_launcher import RayLauncher
     from launch_programs.summary import write_summary
     from launch_programs.threads import ThreadsLauncher
@@ -198,14 +261,24 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
     try:
-        result = launcher.launch()
+        try:
+            signals.arm()
+            result = launcher.launch()
+        except KeyboardInterrupt:  # The signal came before the launcher could catch it.
+            result = LaunchResult("interrupted", {})
+        finally:
+            signals.disarm()
         counter = result.objects.get("counter")
-        counts = counter.get_counts() if counter is not None else {}
+        counts = counter.get_counts() if counter is not None else dict(initial_counts or {})
         if counter is not None:
             Checkpointer(counter, os.path.join(run.logdir, "checkpoints"), "counter").save()
     finally:
         launcher.close()  # Under ray: no node process outlives the run.
-    extra = {"node_restarts": dict(launcher.restarts)} if run.launch == "ray" else None
+    if signals.received is not None and result.status == "completed":
+        result.status = "interrupted"  # The signal came as the program ended on its own.
+    extra = {"node_restarts": dict(launcher.restarts)} if run.launch == "ray" else {}
+    if signals.received is not None:
+        extra["signal"] = signal.Signals(signals.received).name
     summary = write_summary(
         run.logdir, run.agent, run.env, run.launch, result.status, counts, time.time() - start,
         as_dict(run.agent_config), as_dict(run.program_config), THRESHOLDS.get(run.env), extra,
@@ -221,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(result.error.formatted, file=sys.stderr)
         print(f"error: {result.error}", file=sys.stderr)
         return 1
-    return 130 if result.status == "interrupted" else 0
+    return signals.exit_code if result.status == "interrupted" else 0
 
 
 if __name__ == "__main__":

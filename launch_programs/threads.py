@@ -15,7 +15,7 @@ import time
 import traceback
 from typing import Any
 
-from launch_programs.program import LaunchResult, NodeError, Program
+from launch_programs.program import LaunchResult, NodeError, Program, shutdown_despite_interrupts
 
 
 class ThreadsLauncher:
@@ -77,7 +77,8 @@ class ThreadsLauncher:
         except KeyboardInterrupt:
             status = "interrupted"
         finally:
-            self.shutdown()
+            if shutdown_despite_interrupts(self.shutdown):
+                status = "interrupted"
         error = self._errors[0] if self._errors else None
         if error is not None:
             status = "failed"

@@ -44,14 +44,15 @@ def test_help_lists_agent_flags(capsys):
     assert "--samples_per_insert" in out and "--num_envs_per_actor" in out
 
 
-def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
-    logdir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "launch_programs.run", "--env=gym:CartPole-v1",
-           "--max_actor_steps=10000000", f"--logdir={logdir}", "--print_every_s=1",
-           "--min_replay_size=200", "--batch_size=32", "--hidden_sizes=32",
-           "--head_hidden_size=32", "--eval_every=1000000"]
+CTRL_C_FLAGS = ["--env=gym:CartPole-v1", "--print_every_s=1", "--min_replay_size=200",
+                "--batch_size=32", "--hidden_sizes=32", "--head_hidden_size=32",
+                "--eval_every=1000000"]
+
+
+def _stop_once_learning(cmd: list[str], logdir, signum: int, to_group: bool = False):
+    """Starts `cmd`, waits for the learner to log, sends `signum`; returns (proc, out, seconds)."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, start_new_session=to_group)
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -62,16 +63,41 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
         else:
             pytest.fail("the learner never logged")
         sent = time.time()
-        proc.send_signal(signal.SIGINT)
+        if to_group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
         out, _ = proc.communicate(timeout=60)
-        stopped_in = time.time() - sent
+        return proc, out, time.time() - sent
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_sigterm_stops_cleanly_like_ctrl_c(tmp_path):
+    logdir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "launch_programs.run", "--max_actor_steps=10000000",
+           f"--logdir={logdir}"] + CTRL_C_FLAGS
+    proc, out, stopped_in = _stop_once_learning(cmd, logdir, signal.SIGTERM)
+    assert proc.returncode == 128 + signal.SIGTERM, out[-2000:]
+    assert stopped_in < 30, stopped_in
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["signal"] == "SIGTERM"
+    assert summary["learner_steps"] > 0
+    assert (logdir / "checkpoints" / "learner.npz").exists()
+    assert (logdir / "checkpoints" / "counter.npz").exists()
+
+
+def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
+    logdir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "launch_programs.run", "--max_actor_steps=10000000",
+           f"--logdir={logdir}"] + CTRL_C_FLAGS
+    # As a terminal does: SIGINT to the whole process group.
+    proc, out, stopped_in = _stop_once_learning(cmd, logdir, signal.SIGINT, to_group=True)
     assert proc.returncode == 130, out[-2000:]
     assert stopped_in < 30, stopped_in
     summary = json.loads((logdir / "summary.json").read_text())
-    assert summary["status"] == "interrupted"
+    assert summary["status"] == "interrupted" and summary["signal"] == "SIGINT"
     assert summary["actor_steps"] > 200 and summary["learner_steps"] > 0
     assert summary["config"]["batch_size"] == 32
     assert (logdir / "checkpoints" / "learner.npz").exists()
@@ -80,7 +106,7 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
     # and the step budget covers the whole run.
     before = summary
     budget = before["actor_steps"] + 400
-    resumed = subprocess.run(cmd[:4] + [f"--max_actor_steps={budget}"] + cmd[5:], cwd=ROOT,
+    resumed = subprocess.run(cmd[:3] + [f"--max_actor_steps={budget}"] + cmd[4:], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert f"resuming from {logdir}: actor_steps={before['actor_steps']}" in resumed.stdout
