@@ -8,12 +8,14 @@ Nodes: `replay` (Reverb server with the builder's tables), `counter`,
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from agentkit.config import require
 from agentkit.specs import EnvironmentSpec
+from components.replay import pick_free_port
 from launch_programs import nodes
 from launch_programs.program import Program
 
@@ -30,8 +32,9 @@ class ProgramConfig:
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
     seed: int = 0
     print_every_s: float = 5.0  # Progress line period (0: silent).
-    checkpoint_every_s: float = 300.0  # Learner checkpoint period.
-    replay_port: int | None = None  # None picks a free port.
+    checkpoint_every_s: float = 300.0  # Learner (and replay) checkpoint period.
+    checkpoint_replay: bool = False  # Also checkpoint the Reverb tables (to <logdir>/checkpoints/replay).
+    replay_port: int | None = None  # None picks a free port (once: a restarted replay keeps it).
 
     def __post_init__(self):
         require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
@@ -42,6 +45,7 @@ class ProgramConfig:
         require(self.eval_every >= 1, "eval_every", ">= 1", self.eval_every)
         require(self.eval_episodes >= 0, "eval_episodes", ">= 0", self.eval_episodes)
         require(self.seed >= 0, "seed", ">= 0", self.seed)
+        require(self.checkpoint_every_s > 0, "checkpoint_every_s", "> 0", self.checkpoint_every_s)
         require(self.replay_port is None or 0 <= self.replay_port < 65536, "replay_port",
                 "a port number", self.replay_port)
 
@@ -65,8 +69,14 @@ def make_agent_program(
     """
     start_time = time.time() if start_time is None else start_time
     program = Program(name)
-    replay = program.add_node("replay", "replay", nodes.make_replay, builder, spec,
-                              config.replay_port)
+    # The port is fixed here, not by the server: a replay process that is
+    # restarted comes back on the same address, and its clients reconnect.
+    port = config.replay_port or pick_free_port()
+    replay_checkpoints = None
+    if config.checkpoint_replay and logdir:
+        replay_checkpoints = os.path.join(logdir, "checkpoints", "replay")
+    replay = program.add_node("replay", "replay", nodes.make_replay, builder, spec, port,
+                              replay_checkpoints, config.checkpoint_every_s)
     counter = program.add_node("counter", "counter", nodes.make_counter, initial_counts)
     learner = program.add_node(
         "learner", "learner", nodes.LearnerNode, builder, spec, replay, counter, logdir,

@@ -31,8 +31,12 @@ LEARNER_KEYS = ["wall_time_s", "learner_steps", "learner_steps_per_s", "loss", "
 EVALUATOR_KEYS = ["wall_time_s", "actor_steps", "learner_steps", "episode_return"]
 
 
-def make_replay(builder, spec: EnvironmentSpec, port: int | None = None) -> ReplayServer:
-    return ReplayServer(builder.make_replay_tables(spec), port=port)
+def make_replay(builder, spec: EnvironmentSpec, port: int | None = None,
+                checkpoint_dir: str | None = None,
+                checkpoint_every_s: float = 300.0) -> ReplayServer:
+    """The replay node; with `checkpoint_dir` it restores from and checkpoints there."""
+    return ReplayServer(builder.make_replay_tables(spec), port=port,
+                        checkpoint_dir=checkpoint_dir, checkpoint_every_s=checkpoint_every_s)
 
 
 def make_counter(initial: dict | None = None) -> Counter:
@@ -70,12 +74,19 @@ class LearnerNode:
                                step_key="learner_steps"),
         )
         self._checkpointer = None
+        self.restored_step = 0  # The learner step its checkpoint held (0: started fresh).
         if logdir:
             self._checkpointer = Checkpointer(
                 self._learner, os.path.join(logdir, "checkpoints"), "learner",
                 interval_s=checkpoint_every_s,
             )
-            self._checkpointer.restore()
+            if self._checkpointer.restore():
+                self.restored_step = int(getattr(self._learner, "num_steps", 0))
+                print(f"[learner] restored from {self._checkpointer.path} at step "
+                      f"{self.restored_step}", flush=True)
+
+    def get_restored_step(self) -> int:
+        return self.restored_step
 
     def get_variables(self, names):
         return self._learner.get_variables(names)

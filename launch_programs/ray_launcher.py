@@ -148,6 +148,10 @@ class RayLauncher:
         self._pids: dict[str, int] = {}
         self._owns_ray = False
         self._stop_requested = False
+        self._idle: list[str] = []  # Nodes without run(): watched by pinging them.
+        self._pings: dict[Any, str] = {}
+        self._next_ping: dict[str, float] = {}
+        self._ping_every_s = 1.0
 
     def request_stop(self) -> None:
         """Asks a running `launch()` (in another thread) to stop the program."""
@@ -256,6 +260,8 @@ class RayLauncher:
             for name, handle in self._handles.items():
                 if ray.get(handle.has_run.remote()):
                     self._start_run(name)
+                else:
+                    self._idle.append(name)
             enders = [n for n, node in self._program.nodes.items() if node.ends_program]
             while error is None:
                 if enders and all(n in self._finished for n in enders):
@@ -276,33 +282,65 @@ class RayLauncher:
         return LaunchResult(status, self.objects, error)
 
     def _poll(self, timeout_s: float) -> NodeError | None:
-        """Handles run() calls that returned: done, failed, or their process died."""
+        """Handles run() calls that returned (done, failed, or their process died) and
+        the liveness pings of nodes without a run() (replay, counter)."""
         import ray
 
-        if not self._runs:
+        self._ping_idle_nodes()
+        refs = list(self._runs) + list(self._pings)
+        if not refs:
             time.sleep(timeout_s)
             return None
-        ready, _ = ray.wait(list(self._runs), num_returns=len(self._runs), timeout=timeout_s)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
         for ref in ready:
+            if ref in self._pings:
+                name = self._pings.pop(ref)
+                self._next_ping[name] = time.monotonic() + self._ping_every_s
+                try:
+                    self._note_process(name, ray.get(ref))
+                except ray.exceptions.RayActorError as e:
+                    error = self._recover(name, e)
+                    if error is not None:
+                        return error
+                continue
             name = self._runs.pop(ref)
             try:
                 ray.get(ref)
                 self._finished.add(name)
             except ray.exceptions.RayActorError as e:
-                pid = self._wait_for_process(name)
-                if pid is None:
-                    count = self.restarts.get(name, 0)
-                    return NodeError(name, e, f"its process died and was not rebuilt "
-                                              f"(restarts so far: {count}); last error: {e}")
-                if pid != self._pids.get(name):
-                    self._pids[name] = pid
-                    count = self.restarts[name] = self.restarts.get(name, 0) + 1
-                    print(f"[ray] node {name}'s process died; restarted ({count} of at most "
-                          f"{self._config.max_restarts})", file=sys.stderr, flush=True)
+                error = self._recover(name, e)
+                if error is not None:
+                    return error
                 self._start_run(name)
             except ray.exceptions.RayError as e:
                 return NodeError(name, e, str(e))
         return None
+
+    def _ping_idle_nodes(self) -> None:
+        """Asks each node without a run() for its pid every `ping_every_s`."""
+        now = time.monotonic()
+        pinged = set(self._pings.values())
+        for name in self._idle:
+            if name not in pinged and now >= self._next_ping.get(name, 0.0):
+                self._pings[self._handles[name].ready.remote()] = name
+
+    def _recover(self, name: str, error: BaseException) -> NodeError | None:
+        """After a node's process died: waits for Ray to rebuild it, or names the failure."""
+        pid = self._wait_for_process(name)
+        if pid is None:
+            count = self.restarts.get(name, 0)
+            return NodeError(name, error, f"its process died and was not rebuilt "
+                                          f"(restarts so far: {count}); last error: {error}")
+        self._note_process(name, pid)
+        return None
+
+    def _note_process(self, name: str, pid: int) -> None:
+        """Counts a restart when a node answers from a new process."""
+        if pid != self._pids.get(name):
+            self._pids[name] = pid
+            count = self.restarts[name] = self.restarts.get(name, 0) + 1
+            print(f"[ray] node {name}'s process died; restarted ({count} of at most "
+                  f"{self._config.max_restarts})", file=sys.stderr, flush=True)
 
     # -- stop ----------------------------------------------------------------
 

@@ -76,7 +76,11 @@ def _base_parser() -> argparse.ArgumentParser:
 def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: dict) -> None:
     for field in dataclasses.fields(cls):
         default = defaults.get(field.name, field.default)
-        parser.add_argument(f"--{field.name}", type=_flag_type(default), default=default)
+        if isinstance(default, bool):  # `--flag` alone means true.
+            parser.add_argument(f"--{field.name}", type=_parse_bool, default=default, nargs="?",
+                                const=True)
+        else:
+            parser.add_argument(f"--{field.name}", type=_flag_type(default), default=default)
 
 
 @dataclasses.dataclass

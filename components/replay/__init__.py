@@ -1,6 +1,6 @@
 """Replay: Reverb table factories, signatures and the replay server node."""
 
-from components.replay.server import ReplayServer
+from components.replay.server import ReplayServer, pick_free_port
 from components.replay.tables import (
     make_queue_table,
     make_rate_limiter,
@@ -9,4 +9,4 @@ from components.replay.tables import (
 )
 
 __all__ = ["ReplayServer", "make_queue_table", "make_rate_limiter", "make_replay_table",
-           "transition_signature"]
+           "pick_free_port", "transition_signature"]

@@ -1,7 +1,12 @@
-"""The replay node: a Reverb server holding an agent's tables."""
+"""The replay node: a Reverb server holding an agent's tables, optionally checkpointed."""
 
 from __future__ import annotations
 
+import os
+import socket
+import sys
+import threading
+import time
 from collections.abc import Sequence
 
 import reverb
@@ -9,19 +14,60 @@ import reverb
 from agentkit.core import advertised_host
 
 
+def pick_free_port() -> int:
+    """A port that is free now, so that a restarted server can come back on it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
 class ReplayServer:
-    """Serves `tables` on `port` (0 picks a free one).
+    """Serves `tables` on `port` (0 or None picks a free one).
 
     Reverb 0.14 listens on all interfaces and has no bind option; it serves
     data, not code. `address()` names the host that other nodes should use (see
     `agentkit.core.advertised_host`).
+
+    With `checkpoint_dir`, the tables (items, priorities, rate-limiter state)
+    are restored from the latest checkpoint there when the server starts, and
+    checkpointed every `checkpoint_every_s` and at `stop()`. Reverb keeps the
+    latest checkpoint only and blocks the server while it writes one. A server
+    restarted on the same port is found again by its clients: Reverb's
+    writers and datasets reconnect by themselves.
     """
 
-    def __init__(self, tables: Sequence[reverb.Table], port: int | None = None, host: str | None = None):
-        self._server = reverb.Server(tables=list(tables), port=port or None)
+    def __init__(
+        self,
+        tables: Sequence[reverb.Table],
+        port: int | None = None,
+        host: str | None = None,
+        checkpoint_dir: str | None = None,
+        checkpoint_every_s: float = 300.0,
+    ):
+        checkpointer = None
+        if checkpoint_dir:
+            os.makedirs(checkpoint_dir, exist_ok=True)
+            checkpointer = reverb.checkpointers.DefaultCheckpointer(checkpoint_dir)
+        started = time.monotonic()
+        self._server = reverb.Server(tables=list(tables), port=port or None,
+                                     checkpointer=checkpointer)
         self._host = host or advertised_host()
         self._stopped = False
         self._final_info: dict | None = None
+        self._checkpoint_dir = checkpoint_dir
+        self._checkpoint_every_s = checkpoint_every_s
+        self._lock = threading.Lock()  # One checkpoint at a time; none after stop().
+        self._wake = threading.Event()
+        self.restored_items = 0
+        self.checkpoints_written = 0
+        if checkpoint_dir:
+            self.restored_items = sum(t["current_size"] for t in self.info().values())
+            if self.restored_items:
+                print(f"[replay] restored {self.restored_items} items from {checkpoint_dir} in "
+                      f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+            self._thread = threading.Thread(target=self._checkpoint_loop, name="replay-checkpoints",
+                                            daemon=True)
+            self._thread.start()
 
     @property
     def port(self) -> int:
@@ -49,9 +95,33 @@ class ReplayServer:
             }
         return result
 
+    def checkpoint_stats(self) -> dict:
+        """Items restored when this server started, and checkpoints written since."""
+        return {"restored_items": self.restored_items,
+                "checkpoints_written": self.checkpoints_written}
+
+    def checkpoint(self) -> str | None:
+        """Writes a checkpoint of every table now; returns its path (None when off)."""
+        if not self._checkpoint_dir:
+            return None
+        with self._lock:
+            if self._stopped:
+                return None
+            path = reverb.Client(self.address()).checkpoint()
+            self.checkpoints_written += 1
+            return path
+
+    def _checkpoint_loop(self) -> None:
+        while not self._wake.wait(self._checkpoint_every_s):
+            self.checkpoint()
+
     def stop(self) -> None:
-        """Stops the server; blocked samplers and writers get an error."""
-        if not self._stopped:
+        """Checkpoints (where on), then stops the server; blocked samplers and writers get an error."""
+        if self._stopped:
+            return
+        self._wake.set()
+        self.checkpoint()
+        with self._lock:
             self._stopped = True
             self._final_info = self.info()
             self._server.stop()

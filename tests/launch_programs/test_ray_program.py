@@ -36,10 +36,10 @@ def _ray_processes() -> list[str]:
             if any(k in line for k in ("raylet", "gcs_server", "ray::"))]
 
 
-def _launcher(tmp_path, max_actor_steps):
+def _launcher(tmp_path, max_actor_steps, **program_kwargs):
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2,
                                    max_actor_steps=max_actor_steps, eval_episodes=0,
-                                   print_every_s=0)
+                                   print_every_s=0, **program_kwargs)
     spec = make_environment_spec(fakes.match_the_sign())
     program = make_agent_program(DQNBuilder(CONFIG), fakes.match_the_sign, spec,
                                  program_config, str(tmp_path))
@@ -78,33 +78,52 @@ def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
     assert elapsed < 60
 
 
-def test_killed_actor_is_restarted_and_the_run_completes(tmp_path):
-    launcher = _launcher(tmp_path, max_actor_steps=6000)
+@pytest.mark.parametrize("victim", ["actor_1", "learner", "replay"])
+def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
+    """kill -9 of one node's process mid-run: Ray rebuilds it, the others reconnect.
+
+    The learner comes back from its last checkpoint, the replay from its
+    checkpoint on the same port (both written every second here).
+    """
+    launcher = _launcher(tmp_path, max_actor_steps=6000, checkpoint_every_s=1.0,
+                         checkpoint_replay=True)
     killed = {}
 
-    def kill_actor_1_mid_run():
+    def kill_mid_run():
         counter = None
         while counter is None:
             counter = launcher.objects.get("counter")
             time.sleep(0.2)
         while counter.get_counts().get("actor_steps", 0) < 1500:
             time.sleep(0.2)
-        killed["pid"] = launcher.node_pid("actor_1")
+        while not (tmp_path / "checkpoints" / "learner.npz").exists():
+            time.sleep(0.2)
+        time.sleep(1.5)  # Past the next replay checkpoint too.
+        killed["pid"] = launcher.node_pid(victim)
+        killed["counts"] = counter.get_counts()
         os.kill(killed["pid"], signal.SIGKILL)
 
-    killer = threading.Thread(target=kill_actor_1_mid_run, daemon=True)
+    killer = threading.Thread(target=kill_mid_run, daemon=True)
     killer.start()
     try:
         result = launcher.launch()
         assert result.status == "completed", result.error and result.error.formatted
         counts = result.objects["counter"].get_counts()
-        new_pid = launcher.node_pid("actor_1")
+        new_pid = launcher.node_pid(victim)
+        restored_step = result.objects["learner"].get_restored_step()
+        replay_stats = result.objects["replay"].checkpoint_stats()
     finally:
         launcher.close()
     killer.join(5)
     assert "pid" in killed
-    assert new_pid != killed["pid"]  # A new process took over actor_1.
-    assert launcher.restarts == {"actor_1": 1}
+    assert new_pid != killed["pid"]  # A new process took over.
+    assert launcher.restarts == {victim: 1}
     assert counts["actor_steps"] >= 6000
+    # Learner steps of both lives are counted.
+    assert counts["learner_steps"] > killed["counts"]["learner_steps"]
+    if victim == "learner":
+        assert restored_step > 0  # From its checkpoint, not from scratch.
+    if victim == "replay":
+        assert replay_stats["restored_items"] > 0
     time.sleep(1.0)
     assert not _ray_processes()

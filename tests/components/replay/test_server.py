@@ -1,0 +1,77 @@
+"""The replay server: checkpoints that restore every item, on a port that survives restarts."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import reverb
+import tensorflow as tf
+
+from components.replay import ReplayServer, make_rate_limiter, make_replay_table, pick_free_port
+
+
+def _tables():
+    limiter = make_rate_limiter(samples_per_insert=None, min_replay_size=1)
+    return [make_replay_table("t", tf.TensorSpec((), tf.float32), 1000, limiter,
+                              prioritized=True)]
+
+
+def _write(address: str, values) -> None:
+    with reverb.Client(address).trajectory_writer(1) as writer:
+        for v in values:
+            writer.append(np.float32(v))
+            writer.create_item("t", float(v) + 1.0, writer.history[-1])
+        writer.flush()
+
+
+def _contents(address: str) -> dict[float, float]:
+    """Value -> priority of every item, read by sampling the table's whole content."""
+    size = reverb.Client(address).server_info()["t"].current_size
+    dataset = reverb.TrajectoryDataset.from_table_signature(
+        address, "t", max_in_flight_samples_per_worker=8).take(50 * size)
+    return {float(s.data): float(s.info.priority) for s in dataset}
+
+
+@pytest.mark.timeout(60)  # Reverb restores have been reported to hang.
+def test_checkpoint_at_stop_restores_every_item_and_priority(tmp_path):
+    directory = str(tmp_path / "replay")
+    port = pick_free_port()
+    first = ReplayServer(_tables(), port=port, checkpoint_dir=directory)
+    assert first.restored_items == 0
+    _write(first.address(), range(20))
+    first.stop()  # Checkpoints, then stops.
+    assert first.checkpoints_written == 1
+
+    start = time.monotonic()
+    second = ReplayServer(_tables(), port=port, checkpoint_dir=directory)
+    restore_s = time.monotonic() - start
+    try:
+        assert second.restored_items == 20
+        assert second.address().endswith(f":{port}")  # Same address: clients find it again.
+        assert _contents(second.address()) == {float(v): v + 1.0 for v in range(20)}
+        info = second.info()["t"]
+        assert info["current_size"] == 20
+        _write(second.address(), [100])  # It takes new items after the restore.
+        assert second.info()["t"]["current_size"] == 21
+    finally:
+        second.stop()
+    assert restore_s < 10
+
+
+@pytest.mark.timeout(60)
+def test_periodic_checkpoints_and_none_without_a_directory(tmp_path):
+    server = ReplayServer(_tables(), checkpoint_dir=str(tmp_path / "replay"), checkpoint_every_s=0.3)
+    try:
+        _write(server.address(), range(5))
+        time.sleep(1.2)
+        assert server.checkpoints_written >= 2
+    finally:
+        server.stop()
+    plain = ReplayServer(_tables())
+    try:
+        assert plain.checkpoint() is None
+    finally:
+        plain.stop()
+    assert plain.checkpoints_written == 0
