@@ -33,7 +33,7 @@ class ProgramConfig:
     seed: int = 0
     print_every_s: float = 5.0  # Progress line period (0: silent).
     checkpoint_every_s: float = 300.0  # Learner (and replay) checkpoint period.
-    checkpoint_replay: bool = False  # Also checkpoint the Reverb tables (to <logdir>/checkpoints/replay).
+    checkpoint_replay: bool = False  # Also checkpoint the Reverb tables (<logdir>/checkpoints/replay).
     replay_port: int | None = None  # None picks a free port (once: a restarted replay keeps it).
 
     def __post_init__(self):
