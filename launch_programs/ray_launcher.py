@@ -224,6 +224,8 @@ class RayLauncher:
                                            timeout=max(1.0, deadline - time.monotonic()))
             except ray.exceptions.RayError as e:
                 raise NodeError(name, e, str(e)) from None
+        pids = ", ".join(f"{name}={pid}" for name, pid in self._pids.items())
+        print(f"[ray] nodes up: {pids}", flush=True)
 
     def node_pid(self, name: str) -> int:
         """The process id of a node (for fault-injection tests and debugging)."""
