@@ -2,6 +2,8 @@
 
 from components.adders.base import Adder
 from components.adders.nstep import NStepTransitionAdder, nstep_return
+from components.adders.sequence import SequenceAdder, sequence_signature
 from components.adders.unroll import UnrollAdder, unroll_signature
 
-__all__ = ["Adder", "NStepTransitionAdder", "UnrollAdder", "nstep_return", "unroll_signature"]
+__all__ = ["Adder", "NStepTransitionAdder", "SequenceAdder", "UnrollAdder", "nstep_return",
+           "sequence_signature", "unroll_signature"]
