@@ -42,7 +42,19 @@ def _impala() -> AgentEntry:
     return AgentEntry(IMPALAConfig, IMPALABuilder, preset)
 
 
-AGENTS: dict[str, Callable[[], AgentEntry]] = {"dqn": _dqn, "impala": _impala}
+def _r2d2() -> AgentEntry:
+    from agents.r2d2 import R2D2Builder, R2D2Config
+
+    def preset(env: str) -> dict[str, Any]:
+        if env.startswith("atari:"):
+            atari = R2D2Config.atari()
+            return {f.name: getattr(atari, f.name) for f in dataclasses.fields(R2D2Config)}
+        return {}
+
+    return AgentEntry(R2D2Config, R2D2Builder, preset)
+
+
+AGENTS: dict[str, Callable[[], AgentEntry]] = {"dqn": _dqn, "impala": _impala, "r2d2": _r2d2}
 
 
 def get_agent(name: str) -> AgentEntry:

@@ -69,6 +69,9 @@ def _base_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", default="threads")
     p.add_argument("--logdir", default=None, help="default: runs/<agent>-<env>-s<seed>")
     p.add_argument("--fresh", action="store_true", help="ignore and replace the checkpoint in --logdir")
+    p.add_argument("--observation_indices", type=_parse_ints, default=(),
+                   help="keep only these entries of a vector observation "
+                        "(gym:CartPole-v1 with 0,2 hides the velocities)")
     p.add_argument("-h", "--help", action="store_true")
     return p
 
@@ -96,6 +99,7 @@ class RunSpec:
     program_config: Any
     entry: Any
     ray_config: Any = None
+    observation_indices: tuple[int, ...] = ()
 
 
 def parse(argv: Sequence[str]) -> RunSpec | None:
@@ -134,13 +138,15 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     # Absolute: node processes need not share this process's working directory.
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
-                   program_config, entry, ray_config)
+                   program_config, entry, ray_config, tuple(args.observation_indices))
 
 
-def _environment_factory(name: str, seed: int, evaluation: bool):
+def _environment_factory(name: str, seed: int, evaluation: bool,
+                         observation_indices: tuple[int, ...] = ()):
     from components.environments import make_environment
 
-    return make_environment(name, seed=seed, evaluation=evaluation)
+    return make_environment(name, seed=seed, evaluation=evaluation,
+                            observation_indices=observation_indices)
 
 
 def prepare(run: RunSpec):
@@ -149,7 +155,8 @@ def prepare(run: RunSpec):
     from agentkit.specs import make_environment_spec
     from components.environments import UnknownEnvironmentError
 
-    factory = functools.partial(_environment_factory, run.env)
+    factory = functools.partial(_environment_factory, run.env,
+                                observation_indices=run.observation_indices)
     try:
         environment = factory(seed=0, evaluation=False)
     except UnknownEnvironmentError as e:
@@ -281,6 +288,8 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
     extra = {"node_restarts": dict(launcher.restarts)} if run.launch == "ray" else {}
+    if run.observation_indices:
+        extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
         extra["signal"] = signal.Signals(signals.received).name
     summary = write_summary(

@@ -15,11 +15,11 @@ from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
-from agents.dqn.acting import EpsilonGreedyPolicy, TDPriority, apex_epsilon
+from agents.dqn.acting import EpsilonGreedyPolicy, TDPriority
 from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
-from components.actors import BatchedFeedForwardActor, FeedForwardActor
+from components.actors import BatchedFeedForwardActor, FeedForwardActor, apex_epsilon
 from components.adders import Adder, NStepTransitionAdder
 from components.datasets import RestartingIterator, make_reverb_dataset
 from components.replay import make_rate_limiter, make_replay_table, transition_signature

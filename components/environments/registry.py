@@ -1,16 +1,17 @@
-"""Maps `--env` names (`gym:<id>`, `atari:<Game>`) to dm_env environments."""
+"""Maps `--env` names (`gym:<id>`, `atari:<Game>`, `memory:<N>`) to dm_env environments."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import dm_env
 
-from components.environments.wrappers import SinglePrecisionWrapper
+from components.environments.wrappers import ObservationIndicesWrapper, SinglePrecisionWrapper
 
 ENVIRONMENT_KINDS = {
     "gym": "gym:<gymnasium id>, e.g. gym:CartPole-v1",
     "atari": "atari:<Game>, e.g. atari:Pong",
+    "memory": "memory:<N>, e.g. memory:10 (a cue at the first step, its question N steps later)",
 }
 
 
@@ -42,18 +43,41 @@ def _make_atari(name: str, seed: int | None, evaluation: bool) -> dm_env.Environ
         raise UnknownEnvironmentError(f"--env: ale-py has no game '{name}' ({e})") from e
 
 
+def _make_memory(name: str, seed: int | None, evaluation: bool) -> dm_env.Environment:
+    from components.environments.memory import MemoryEnvironment
+
+    del evaluation
+    if not name.isdigit() or int(name) < 1:
+        raise UnknownEnvironmentError(f"--env: memory:<N> needs a length N >= 1, got '{name}'")
+    return MemoryEnvironment(int(name), seed=seed)
+
+
 _FACTORIES: dict[str, Callable[[str, int | None, bool], dm_env.Environment]] = {
     "gym": _make_gym,
     "atari": _make_atari,
+    "memory": _make_memory,
 }
 
 
 def make_environment(
-    name: str, seed: int | None = None, evaluation: bool = False
+    name: str,
+    seed: int | None = None,
+    evaluation: bool = False,
+    observation_indices: Sequence[int] = (),
 ) -> dm_env.Environment:
-    """Makes the environment named `kind:id`, with float32 observations and rewards."""
+    """Makes the environment named `kind:id`, with float32 observations and rewards.
+
+    `observation_indices` keeps only those entries of a vector observation
+    (e.g. (0, 2) hides CartPole's velocities); empty keeps everything.
+    """
     kind, sep, env_id = name.partition(":")
     if not sep or not env_id or kind not in _FACTORIES:
         allowed = "; ".join(ENVIRONMENT_KINDS.values())
         raise UnknownEnvironmentError(f"--env: unknown environment '{name}'; allowed: {allowed}")
-    return SinglePrecisionWrapper(_FACTORIES[kind](env_id, seed, evaluation))
+    environment = SinglePrecisionWrapper(_FACTORIES[kind](env_id, seed, evaluation))
+    if observation_indices:
+        try:
+            environment = ObservationIndicesWrapper(environment, observation_indices)
+        except ValueError as e:
+            raise UnknownEnvironmentError(f"--observation_indices: {e}") from None
+    return environment

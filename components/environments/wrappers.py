@@ -95,3 +95,35 @@ class RewardClippingWrapper(EnvironmentWrapper):
         if timestep.reward is None:
             return timestep
         return timestep._replace(reward=np.clip(timestep.reward, -1.0, 1.0).astype(np.float32))
+
+
+class ObservationIndicesWrapper(EnvironmentWrapper):
+    """Keeps only `indices` of a vector observation: a partially observed task.
+
+    CartPole's observation is (x, x_dot, theta, theta_dot); indices (0, 2)
+    hide the velocities, so an agent must infer them from its memory.
+    """
+
+    def __init__(self, environment: dm_env.Environment, indices):
+        super().__init__(environment)
+        spec = environment.observation_spec()
+        if len(spec.shape) != 1:
+            raise ValueError(f"observation indices need a vector observation, got shape "
+                             f"{spec.shape}")
+        self._indices = np.asarray(indices, np.int64)
+        if self._indices.size == 0 or self._indices.min() < 0 or self._indices.max() >= spec.shape[0]:
+            raise ValueError(f"observation indices must lie in [0, {spec.shape[0]}), got "
+                             f"{tuple(int(i) for i in indices)}")
+        self._spec = specs.Array((len(self._indices),), spec.dtype, spec.name)
+
+    def _select(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
+        return timestep._replace(observation=np.asarray(timestep.observation)[self._indices])
+
+    def reset(self) -> dm_env.TimeStep:
+        return self._select(self._environment.reset())
+
+    def step(self, action) -> dm_env.TimeStep:
+        return self._select(self._environment.step(action))
+
+    def observation_spec(self):
+        return self._spec

@@ -87,7 +87,7 @@ def test_actors_write_td_error_priorities(reverb_server_factory):
 
 
 def test_apex_epsilons_follow_the_paper():
-    from agents.dqn.acting import apex_epsilon
+    from components.actors import apex_epsilon
 
     assert apex_epsilon(0, 8) == pytest.approx(0.4)
     assert apex_epsilon(7, 8) == pytest.approx(0.4**8)

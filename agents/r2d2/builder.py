@@ -1,0 +1,135 @@
+"""R2D2's builder: a prioritized table of sequences between recurrent actors and the learner.
+
+The builder knows nothing of launchers: the generic program in
+launch_programs calls these methods inside whichever node needs each part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import reverb
+import sonnet as snt
+import tensorflow as tf
+
+from agentkit import core
+from agentkit.counting import Counter
+from agentkit.loggers import Logger
+from agentkit.specs import EnvironmentSpec
+from agents.r2d2.acting import RecurrentEpsilonGreedyPolicy
+from agents.r2d2.config import R2D2Config
+from agents.r2d2.learning import R2D2Learner
+from agents.r2d2.networks import copy_network, make_networks
+from components.actors import BatchedRecurrentActor, apex_epsilon
+from components.adders import Adder, SequenceAdder, sequence_signature
+from components.datasets import RestartingIterator, make_reverb_dataset
+from components.replay import make_rate_limiter, make_replay_table
+from components.variable_client import VariableClient
+
+Networks = dict[str, snt.Module]
+
+
+class R2D2Builder:
+    """Makes R2D2's table, dataset, sequence adder, policies, actors and learner."""
+
+    table_name = "priority_table"
+    variable_names = ("q",)
+
+    def __init__(self, config: R2D2Config):
+        self.config = config
+
+    def _extras_spec(self) -> dict:
+        """The core state each step began with (the learner restarts from step 0's)."""
+        state = tf.TensorSpec((self.config.lstm_size,), tf.float32)
+        return {"core_state": (state, state)}
+
+    def signature(self, spec: EnvironmentSpec) -> dict:
+        return sequence_signature(spec, self.config.sequence_length, self._extras_spec())
+
+    def make_networks(self, spec: EnvironmentSpec) -> Networks:
+        return make_networks(spec, self.config)
+
+    def make_replay_tables(self, spec: EnvironmentSpec) -> list[reverb.Table]:
+        c = self.config
+        limiter = make_rate_limiter(c.samples_per_insert, c.min_replay_size)
+        return [make_replay_table(self.table_name, self.signature(spec), c.max_replay_size,
+                                  limiter, prioritized=True, priority_exponent=c.priority_exponent)]
+
+    def make_dataset_iterator(
+        self, replay_address: str, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[reverb.ReplaySample]:
+        """Batches of sequences; restarts after rate-limiter timeouts, ends on should_stop."""
+
+        def make():
+            return iter(make_reverb_dataset(replay_address, self.table_name,
+                                            self.config.batch_size,
+                                            prefetch_size=self.config.prefetch_size))
+
+        return RestartingIterator(make, should_stop or (lambda: False))
+
+    def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec | None = None
+                   ) -> Adder:
+        del spec  # The signature is the table's; the adder needs only the extras.
+        c = self.config
+        return SequenceAdder(replay_client, self.table_name, c.sequence_length, c.period,
+                             self._extras_spec(), max_in_flight_items=c.max_in_flight_items)
+
+    def make_policy(
+        self,
+        networks: Networks,
+        spec: EnvironmentSpec,
+        evaluation: bool = False,
+        seed: int = 0,
+        actor_id: int = 0,
+        num_actors: int = 1,
+    ) -> RecurrentEpsilonGreedyPolicy:
+        c = self.config
+        epsilon = c.epsilon_eval if evaluation else apex_epsilon(
+            actor_id, num_actors, c.epsilon_base, c.epsilon_alpha)
+        return RecurrentEpsilonGreedyPolicy(networks["q"], spec, epsilon, seed)
+
+    def make_actor(
+        self,
+        policy: RecurrentEpsilonGreedyPolicy,
+        networks: Networks,
+        adders: Sequence[Adder] | None,
+        variable_source: core.VariableSource | None,
+    ) -> core.Actor:
+        client = None
+        if variable_source is not None:
+            client = VariableClient(variable_source, {"q": networks["q"].variables},
+                                    update_period=self.config.variable_update_period)
+        return BatchedRecurrentActor(policy, networks["q"].initial_state, adders, client)
+
+    def make_learner(
+        self,
+        networks: Networks,
+        spec: EnvironmentSpec,
+        iterator: Iterator[reverb.ReplaySample],
+        replay_address: str | None,
+        counter: Counter | None = None,
+        logger: Logger | None = None,
+    ) -> R2D2Learner:
+        c = self.config
+        client = reverb.TFClient(replay_address) if replay_address is not None else None
+        return R2D2Learner(
+            network=networks["q"],
+            target_network=copy_network(networks["q"], spec, c),
+            iterator=iterator,
+            burn_in=c.burn_in,
+            discount=c.discount,
+            n_step=c.n_step,
+            learning_rate=c.learning_rate,
+            learning_rate_final=c.learning_rate_final,
+            learning_rate_decay_steps=c.learning_rate_decay_steps,
+            target_update_period=c.target_update_period,
+            value_rescaling_eps=c.value_rescaling_eps,
+            importance_sampling_exponent=c.importance_sampling_exponent,
+            max_priority_weight=c.max_priority_weight,
+            max_gradient_norm=c.max_gradient_norm,
+            adam_epsilon=c.adam_epsilon,
+            replay_client=client,
+            table=self.table_name,
+            counter=counter,
+            logger=logger,
+        )

@@ -1,0 +1,122 @@
+"""R2D2's configuration: every default commented, every field validated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentkit.config import require
+
+
+@dataclasses.dataclass
+class R2D2Config:
+    """Hyperparameters of R2D2. Defaults suit small tasks (CartPole without
+    velocities, short memory tasks); `R2D2Config.atari()` gives the paper's."""
+
+    # Sequences (counted in environment steps).
+    sequence_length: int = 40  # L: steps per replayed sequence.
+    period: int = 20  # P: a new sequence every P steps (overlap L - P).
+    burn_in: int = 10  # B: leading steps that only rebuild the core state (no gradient).
+
+    # Returns and targets.
+    discount: float = 0.99  # gamma.
+    n_step: int = 5  # Length of the n-step double-Q return.
+    value_rescaling_eps: float = 1e-3  # eps of h(x) = sign(x)(sqrt(|x|+1)-1) + eps x.
+    target_update_period: int = 100  # Learner steps between target network copies.
+
+    # Network: torso -> LSTM -> (dueling) head.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
+    hidden_sizes: tuple[int, ...] = (64,)  # MLP torso layers.
+    lstm_size: int = 64  # LSTM core units.
+    dueling: bool = True  # Dueling value/advantage head.
+    head_hidden_size: int = 64  # Hidden layer of the head; 0 for none.
+
+    # Optimisation.
+    batch_size: int = 32  # Sequences per learner step.
+    learning_rate: float = 1e-3  # Adam step size.
+    learning_rate_final: float = 1e-4  # Rate at the end of the decay.
+    learning_rate_decay_steps: int = 5_000  # Learner steps of linear decay (0: constant rate).
+    adam_epsilon: float = 1e-3  # Adam's denominator floor (the paper's 1e-3).
+    max_gradient_norm: float = 40.0  # Global-norm gradient clipping.
+
+    # Replay (counted in sequences).
+    samples_per_insert: float = 16.0  # Sequences sampled per sequence inserted (0: no ratio).
+    min_replay_size: int = 200  # Sequences in the table before the learner may sample.
+    max_replay_size: int = 10_000  # Oldest sequences are removed beyond this.
+    priority_exponent: float = 0.9  # alpha.
+    importance_sampling_exponent: float = 0.6  # beta.
+    max_priority_weight: float = 0.9  # eta: priority = eta max|td| + (1 - eta) mean|td|.
+    prefetch_size: int = 2  # Batches prefetched by the dataset.
+
+    # Acting.
+    epsilon_base: float = 0.4  # Ape-X: actor i of N explores with base^(1 + alpha i / (N - 1)).
+    epsilon_alpha: float = 7.0
+    epsilon_eval: float = 0.0  # The evaluator's epsilon (greedy).
+    variable_update_period: int = 100  # Actor steps between weight fetches.
+    max_in_flight_items: int = 4  # Sequences an adder may have unconfirmed by the server.
+
+    def __post_init__(self):
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        require(self.sequence_length >= 2, "sequence_length", ">= 2", self.sequence_length)
+        require(1 <= self.period <= self.sequence_length, "period",
+                f"in [1, sequence_length ({self.sequence_length})]", self.period)
+        require(0 <= self.burn_in <= self.sequence_length - 2, "burn_in",
+                f"in [0, sequence_length - 2 ({self.sequence_length - 2})]", self.burn_in)
+        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
+        require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
+        require(self.value_rescaling_eps >= 0, "value_rescaling_eps", ">= 0",
+                self.value_rescaling_eps)
+        require(self.target_update_period >= 1, "target_update_period", ">= 1",
+                self.target_update_period)
+        require(self.torso in ("auto", "mlp", "atari"), "torso", "one of auto, mlp, atari",
+                self.torso)
+        require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
+                "a non-empty list of positive integers", self.hidden_sizes)
+        require(self.lstm_size >= 1, "lstm_size", ">= 1", self.lstm_size)
+        require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
+        require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
+        require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
+        require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
+                self.learning_rate_final)
+        require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",
+                self.learning_rate_decay_steps)
+        require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
+        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
+        require(self.samples_per_insert >= 0, "samples_per_insert", ">= 0",
+                self.samples_per_insert)
+        require(self.min_replay_size >= self.batch_size, "min_replay_size",
+                f">= batch_size ({self.batch_size})", self.min_replay_size)
+        require(self.max_replay_size >= self.min_replay_size, "max_replay_size",
+                f">= min_replay_size ({self.min_replay_size})", self.max_replay_size)
+        require(self.priority_exponent >= 0, "priority_exponent", ">= 0", self.priority_exponent)
+        require(0 <= self.importance_sampling_exponent <= 1, "importance_sampling_exponent",
+                "in [0, 1]", self.importance_sampling_exponent)
+        require(0 <= self.max_priority_weight <= 1, "max_priority_weight", "in [0, 1]",
+                self.max_priority_weight)
+        require(self.prefetch_size >= 0, "prefetch_size", ">= 0", self.prefetch_size)
+        require(0 < self.epsilon_base <= 1, "epsilon_base", "in (0, 1]", self.epsilon_base)
+        require(self.epsilon_alpha >= 0, "epsilon_alpha", ">= 0", self.epsilon_alpha)
+        require(0 <= self.epsilon_eval <= 1, "epsilon_eval", "in [0, 1]", self.epsilon_eval)
+        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
+                self.variable_update_period)
+        require(self.max_in_flight_items >= 1, "max_in_flight_items", ">= 1",
+                self.max_in_flight_items)
+
+    @property
+    def trained_steps(self) -> int:
+        """Steps of each sequence that carry a loss: L - B."""
+        return self.sequence_length - self.burn_in
+
+    @classmethod
+    def atari(cls, **overrides) -> R2D2Config:
+        """The paper's Atari settings (Kapturowski et al. 2019, table 2)."""
+        values = dict(
+            sequence_length=80, period=40, burn_in=40, discount=0.997, n_step=5,
+            target_update_period=2_500, torso="atari", lstm_size=512, head_hidden_size=512,
+            batch_size=64, learning_rate=1e-4, learning_rate_decay_steps=0, adam_epsilon=1e-3,
+            # Each observation lies in L / P = 2 sequences: 0.4 samples per sequence
+            # replays each observation about 0.8 times, the paper's replay ratio.
+            samples_per_insert=0.4, min_replay_size=6_250, max_replay_size=100_000,
+            epsilon_eval=0.001, variable_update_period=400,
+        )
+        values.update(overrides)
+        return cls(**values)

@@ -1,0 +1,157 @@
+"""R2D2: hand-computed targets and priorities, no gradient through burn-in, and learning a memory task."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from agentkit.config import ConfigError
+from agentkit.specs import make_environment_spec
+from agents.r2d2 import R2D2Builder, R2D2Config
+from agents.r2d2.learning import rescaled_n_step_targets, sequence_priorities
+from components.environments import make_environment
+from components.losses import signed_hyperbolic
+from launch_programs.agent_program import ProgramConfig, make_agent_program
+from launch_programs.summary import evaluation_stats
+from launch_programs.threads import launch_threads
+
+
+@pytest.mark.parametrize("field,value", [
+    ("sequence_length", 1), ("period", 0), ("period", 41), ("burn_in", 39), ("n_step", 0),
+    ("max_priority_weight", 1.5), ("lstm_size", 0), ("min_replay_size", 8),
+])
+def test_bad_config_values_name_their_field(field, value):
+    with pytest.raises(ConfigError, match=f"--{field}: must be"):
+        R2D2Config(**{field: value})
+
+
+def test_atari_preset_follows_the_paper():
+    c = R2D2Config.atari()
+    assert (c.sequence_length, c.period, c.burn_in, c.n_step, c.discount) == (80, 40, 40, 5, 0.997)
+    assert (c.priority_exponent, c.importance_sampling_exponent, c.max_priority_weight) == (
+        0.9, 0.6, 0.9)
+
+
+def _targets(rewards, discounts, mask, q_target_at_best, gamma=0.5, n=2):
+    """Targets for one sequence (B = 1) whose online argmax is action 0 everywhere."""
+    t = len(rewards)
+    q_online = np.zeros((t, 1, 2), np.float32)
+    q_online[:, :, 0] = 1.0  # a* = 0.
+    q_target = np.zeros((t, 1, 2), np.float32)
+    q_target[:, 0, 0] = q_target_at_best
+    q_target[:, 0, 1] = 100.0  # Larger, but not the online network's choice (double Q).
+
+    def column(x):
+        return tf.constant(np.asarray(x, np.float32)[:, None])
+
+    out = rescaled_n_step_targets(tf.constant(q_online), tf.constant(q_target), column(rewards),
+                                  column(discounts), column(mask), gamma, n, eps=0.0)
+    return out.numpy()[:, 0]
+
+
+def h(x):
+    return float(signed_hyperbolic(tf.constant(x, tf.float64), 0.0))
+
+
+# With eps = 0, h^-1(1) = 3 and h^-1(2) = 8: the bootstrap values are 3 or 8.
+def test_targets_inside_an_episode_cut_n_short_at_the_sequence_end():
+    y = _targets([1, 2, 3, 4], [1, 1, 1, 1], [1, 1, 1, 1], [1, 2, 1, 2])
+    assert y[0] == pytest.approx(h(1 + 0.5 * 2 + 0.25 * 3))  # Bootstraps from step 2.
+    assert y[1] == pytest.approx(h(2 + 0.5 * 3 + 0.25 * 8))  # From step 3.
+    assert y[2] == pytest.approx(h(3 + 0.5 * 8))  # Step 3 is the last: one step only.
+
+
+def test_targets_at_a_termination_do_not_bootstrap():
+    # Step 1's action ends the episode (discount 0); step 2 is the last observation
+    # (mask 0), step 3 padding.
+    y = _targets([1, 2, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [1, 2, 1, 2])
+    assert y[0] == pytest.approx(h(1 + 0.5 * 2))
+    assert y[1] == pytest.approx(h(2))
+
+
+def test_targets_at_a_truncation_bootstrap_from_the_last_observation():
+    y = _targets([1, 2, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [1, 2, 1, 2])
+    assert y[0] == pytest.approx(h(1 + 0.5 * 2 + 0.25 * 3))  # From step 2, the last obs.
+    assert y[1] == pytest.approx(h(2 + 0.5 * 3))  # Cut to one step there.
+
+
+def test_priorities_mix_max_and_mean_of_the_trainable_steps():
+    abs_td = tf.constant([[1.0, 4.0], [3.0, 0.0], [2.0, 9.0]])
+    mask = tf.constant([[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]])  # The last row does not count.
+    p = sequence_priorities(abs_td, mask, eta=0.9).numpy()
+    np.testing.assert_allclose(p, [0.9 * 3 + 0.1 * 2.0, 0.9 * 4 + 0.1 * 2.0], rtol=1e-6)
+
+
+def _learner_and_batch(burn_in, length=8, batch=3, seed=0):
+    config = R2D2Config(sequence_length=length, period=length // 2, burn_in=burn_in,
+                        hidden_sizes=(8,), lstm_size=8, head_hidden_size=8, batch_size=batch,
+                        min_replay_size=batch)
+    builder = R2D2Builder(config)
+    spec = make_environment_spec(make_environment("memory:4"))
+    networks = builder.make_networks(spec)
+    learner = builder.make_learner(networks, spec, iter(()), None)
+    rng = np.random.default_rng(seed)
+    state = rng.normal(size=(batch, length, 8)).astype(np.float32)
+    data = {
+        "observation": rng.normal(size=(batch, length, 3)).astype(np.float32),
+        "action": rng.integers(0, 2, (batch, length)).astype(np.int32),
+        "reward": rng.normal(size=(batch, length)).astype(np.float32),
+        "discount": np.ones((batch, length), np.float32),
+        "extras": {"core_state": (state, -state)},
+        "mask": np.ones((batch, length), np.float32),
+    }
+    return learner, data
+
+
+def _observation_gradient(learner, data):
+    observation = tf.constant(data["observation"])
+    with tf.GradientTape() as tape:
+        tape.watch(observation)
+        loss = learner.loss(dict(data, observation=observation), tf.ones([3]))["loss"]
+    return tape.gradient(loss, observation).numpy()
+
+
+def test_burn_in_steps_get_no_gradient():
+    burn_in = 3
+    learner, data = _learner_and_batch(burn_in)
+    grad = _observation_gradient(learner, data)
+    assert np.all(grad[:, :burn_in] == 0.0)  # They only rebuilt the state.
+    assert np.all(np.abs(grad[:, burn_in:-1]).sum(axis=-1) > 0)  # Trained steps learn.
+    # Without burn-in the same first steps do get a gradient (the test can fail).
+    learner0, data0 = _learner_and_batch(0)
+    assert np.all(np.abs(_observation_gradient(learner0, data0)[:, :burn_in]).sum(axis=-1) > 0)
+    # Burn-in rewards and actions do not enter the loss; burn-in observations
+    # shape it only through the state they lead to.
+    base = float(learner.loss(data, tf.ones([3]))["loss"])
+    changed = dict(data, reward=data["reward"].copy(), action=data["action"].copy())
+    changed["reward"][:, :burn_in] += 100.0
+    changed["action"][:, :burn_in] = 1 - changed["action"][:, :burn_in]
+    assert float(learner.loss(changed, tf.ones([3]))["loss"]) == pytest.approx(base, rel=1e-6)
+
+
+def test_the_stored_state_is_where_each_sequence_starts():
+    learner, data = _learner_and_batch(burn_in=2)
+    base = float(learner.loss(data, tf.ones([3]))["loss"])
+    other = dict(data, extras={"core_state": tuple(s * 0 for s in data["extras"]["core_state"])})
+    assert float(learner.loss(other, tf.ones([3]))["loss"]) != pytest.approx(base, rel=1e-4)
+
+
+def test_r2d2_learns_a_memory_task_through_threads(tmp_path):
+    """memory:6: the cue at step 0, the question 6 steps later; chance scores 0, memory 1."""
+    config = R2D2Config(sequence_length=8, period=4, burn_in=0, hidden_sizes=(32,),
+                        lstm_size=32, head_hidden_size=32, batch_size=16, min_replay_size=32,
+                        samples_per_insert=4.0, variable_update_period=20,
+                        target_update_period=50, learning_rate_decay_steps=0)
+    factory = functools.partial(make_environment, "memory:6")
+    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=4, max_actor_steps=12_000,
+                                   eval_every=2000, eval_episodes=20, print_every_s=0)
+    spec = make_environment_spec(factory())
+    tf.random.set_seed(0)
+    result = launch_threads(make_agent_program(R2D2Builder(config), factory, spec,
+                                               program_config, str(tmp_path)))
+    assert result.status == "completed", result.error and result.error.formatted
+    assert result.objects["counter"].get_counts()["learner_steps"] > 50
+    assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 0.8  # Chance: 0.
