@@ -1,4 +1,4 @@
-"""R2D2: hand-computed targets and priorities, no gradient through burn-in, and learning a memory task."""
+"""R2D2: hand-computed targets and priorities, no gradient through burn-in, a memory task learned."""
 
 from __future__ import annotations
 
