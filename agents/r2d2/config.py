@@ -13,15 +13,15 @@ class R2D2Config:
     velocities, short memory tasks); `R2D2Config.atari()` gives the paper's."""
 
     # Sequences (counted in environment steps).
-    sequence_length: int = 40  # L: steps per replayed sequence.
-    period: int = 20  # P: a new sequence every P steps (overlap L - P).
-    burn_in: int = 10  # B: leading steps that only rebuild the core state (no gradient).
+    sequence_length: int = 20  # L: steps per replayed sequence.
+    period: int = 10  # P: a new sequence every P steps (overlap L - P).
+    burn_in: int = 5  # B: leading steps that only rebuild the core state (no gradient).
 
     # Returns and targets.
     discount: float = 0.99  # gamma.
     n_step: int = 5  # Length of the n-step double-Q return.
     value_rescaling_eps: float = 1e-3  # eps of h(x) = sign(x)(sqrt(|x|+1)-1) + eps x.
-    target_update_period: int = 100  # Learner steps between target network copies.
+    target_update_period: int = 200  # Learner steps between target network copies.
 
     # Network: torso -> LSTM -> (dueling) head.
     torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
@@ -33,13 +33,13 @@ class R2D2Config:
     # Optimisation.
     batch_size: int = 32  # Sequences per learner step.
     learning_rate: float = 1e-3  # Adam step size.
-    learning_rate_final: float = 1e-4  # Rate at the end of the decay.
-    learning_rate_decay_steps: int = 5_000  # Learner steps of linear decay (0: constant rate).
+    learning_rate_final: float = 2.5e-5  # Rate at the end of the decay.
+    learning_rate_decay_steps: int = 10_000  # Learner steps of linear decay (0: constant rate).
     adam_epsilon: float = 1e-3  # Adam's denominator floor (the paper's 1e-3).
     max_gradient_norm: float = 40.0  # Global-norm gradient clipping.
 
     # Replay (counted in sequences).
-    samples_per_insert: float = 16.0  # Sequences sampled per sequence inserted (0: no ratio).
+    samples_per_insert: float = 32.0  # Sequences sampled per sequence inserted (0: no ratio).
     min_replay_size: int = 200  # Sequences in the table before the learner may sample.
     max_replay_size: int = 10_000  # Oldest sequences are removed beyond this.
     priority_exponent: float = 0.9  # alpha.

@@ -20,7 +20,7 @@ from launch_programs.threads import launch_threads
 
 
 @pytest.mark.parametrize("field,value", [
-    ("sequence_length", 1), ("period", 0), ("period", 41), ("burn_in", 39), ("n_step", 0),
+    ("sequence_length", 1), ("period", 0), ("period", 21), ("burn_in", 19), ("n_step", 0),
     ("max_priority_weight", 1.5), ("lstm_size", 0), ("min_replay_size", 8),
 ])
 def test_bad_config_values_name_their_field(field, value):
