@@ -70,8 +70,14 @@ def one_run(launch: str, signum: int, to_group: bool, delay_s: float, logdir: st
     except subprocess.TimeoutExpired:
         code = None
     exit_s = time.time() - sent
-    time.sleep(1.0)  # Let process teardown settle before looking for leftovers.
+    # Processes in teardown (Ray's agents notice their raylet is gone within
+    # seconds; zombies wait to be reaped) are not left behind: poll up to 10 s.
+    gone_at = time.time()
     left = leftovers(proc.pid)
+    while left and time.time() - gone_at < 10.0:
+        time.sleep(0.5)
+        left = leftovers(proc.pid)
+    lingered_s = time.time() - gone_at
     if code is None or left:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -90,6 +96,7 @@ def one_run(launch: str, signum: int, to_group: bool, delay_s: float, logdir: st
         "learner_steps": summary and summary["learner_steps"],
         "learner_checkpoint": os.path.exists(os.path.join(logdir, "checkpoints", "learner.npz")),
         "left_behind": left,
+        "others_gone_after_s": round(lingered_s, 1),
     }
 
 

@@ -180,15 +180,29 @@ class RayLauncher:
             return
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        # ray.init replaces the SIGTERM handler with sys.exit, which would skip
-        # the ordered shutdown: a handler the caller installed is put back.
-        previous_sigterm = signal.getsignal(signal.SIGTERM)
-        self._owns_ray = True  # Set first: an interrupted init still gets shut down.
+        # A Ctrl-C inside ray.init would leave the processes it started without
+        # an owner: it is held until init returns, then handed to the handler
+        # that was there before. ray.init also replaces the SIGTERM handler with
+        # sys.exit, which would skip the ordered shutdown: a handler the caller
+        # installed is put back.
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        previous_int = signal.getsignal(signal.SIGINT)
+        previous_term = signal.getsignal(signal.SIGTERM)
+        held: list[int] = []
+        if in_main_thread:
+            signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+        self._owns_ray = True  # Set first: an init that fails still gets shut down.
         try:
             self._init_ray(ray)
         finally:
-            if callable(previous_sigterm) and threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, previous_sigterm)
+            if in_main_thread:
+                signal.signal(signal.SIGINT, previous_int)
+                if callable(previous_term):
+                    signal.signal(signal.SIGTERM, previous_term)
+        if held:
+            if callable(previous_int):
+                previous_int(signal.SIGINT, None)
+            raise KeyboardInterrupt
 
     def _init_ray(self, ray) -> None:
         if self._config.ray_address:
@@ -365,7 +379,10 @@ class RayLauncher:
         import ray
 
         nodes = self._program.nodes
-        built = [n for n in nodes if n in self._handles]
+        # A node still in its constructor (stopped during start-up) has nothing
+        # to flush or save, and a call to it would wait for the constructor:
+        # close() kills it instead.
+        built = [n for n in nodes if n in self._handles and n in self._pids]
         running = set(self._runs.values()) | self._finished
         enders = [n for n in built if nodes[n].ends_program]
         runners = [n for n in built if n in running and n not in enders]
