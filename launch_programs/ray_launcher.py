@@ -295,7 +295,10 @@ class RayLauncher:
                 status = "interrupted"
         if error is not None:
             status = "failed"
-        return LaunchResult(status, self.objects, error)
+        # Only nodes that finished their constructors: a call to one still in
+        # it (stopped during start-up) would wait for it.
+        ready = {name: obj for name, obj in self.objects.items() if name in self._pids}
+        return LaunchResult(status, ready, error)
 
     def _poll(self, timeout_s: float) -> NodeError | None:
         """Handles run() calls that returned (done, failed, or their process died) and
