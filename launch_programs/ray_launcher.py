@@ -9,8 +9,8 @@ launcher's order (actors, then the other runners, then replay last), then
 every node process is killed and a Ray instance started here is shut down.
 
 Without `ray_address`, a local Ray instance is started on the loopback
-address with no dashboard: nothing listens on the network (Ray's ports run
-code for whoever reaches them).
+address with no dashboard: none of Ray's ports listens on the network (they
+run code for whoever reaches them). Checked by the tests with `ss`.
 """
 
 from __future__ import annotations
@@ -115,6 +115,23 @@ class NodeProcess:
             stop()
 
 
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _loopback_only(ray) -> None:
+    """Makes a local Ray listen on 127.0.0.1 only.
+
+    On Linux, Ray 2.x replaces 127.0.0.1 with the machine's reachable address
+    and its GCS, raylets and workers listen on all interfaces. With cluster
+    mode off (the switch Ray uses on macOS and Windows) the node address is
+    the loopback one, and Ray's servers bind to it. The variable reaches the
+    processes Ray starts; the constant is set here for this process, which
+    may have imported Ray already.
+    """
+    os.environ[LOOPBACK_ENV] = "0"
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+
+
 def _configure_tensorflow(threads: int) -> None:
     """Before the node's first op: its thread budget and GPU memory growth.
 
@@ -208,6 +225,7 @@ class RayLauncher:
         if self._config.ray_address:
             ray.init(address=self._config.ray_address, log_to_driver=True)
         else:
+            _loopback_only(ray)
             # Node processes import what this process can (packages, fakes in tests).
             paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
             os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))

@@ -25,10 +25,10 @@ class R2D2Config:
 
     # Network: torso -> LSTM -> (dueling) head.
     torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
-    hidden_sizes: tuple[int, ...] = (64,)  # MLP torso layers.
-    lstm_size: int = 64  # LSTM core units.
+    hidden_sizes: tuple[int, ...] = (128,)  # MLP torso layers.
+    lstm_size: int = 128  # LSTM core units.
     dueling: bool = True  # Dueling value/advantage head.
-    head_hidden_size: int = 64  # Hidden layer of the head; 0 for none.
+    head_hidden_size: int = 128  # Hidden layer of the head; 0 for none.
 
     # Optimisation.
     batch_size: int = 32  # Sequences per learner step.

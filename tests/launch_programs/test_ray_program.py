@@ -7,6 +7,7 @@ process outlives the run.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -36,6 +37,22 @@ def _ray_processes() -> list[str]:
             if any(k in line for k in ("raylet", "gcs_server", "ray::"))]
 
 
+def _listening_sockets() -> list[tuple[str, int, int]]:
+    """(address, port, pid) of every listening TCP socket on the machine."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    sockets = []
+    for line in out.splitlines():
+        fields = line.split()
+        address, _, port = fields[3].rpartition(":")
+        for pid in re.findall(r"pid=(\d+)", line):
+            sockets.append((address, int(port), int(pid)))
+    return sockets
+
+
+def _ray_pids() -> set[int]:
+    return {int(line.split()[0]) for line in _ray_processes()}
+
+
 def _launcher(tmp_path, max_actor_steps, **program_kwargs):
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2,
                                    max_actor_steps=max_actor_steps, eval_episodes=0,
@@ -57,10 +74,20 @@ def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
         actor_steps = [result.objects[f"actor_{i}"].steps() for i in range(2)]
         info = result.objects["replay"].info()[DQNBuilder.table_name]
         pids = {launcher.node_pid(name) for name in ("replay", "counter", "learner", "actor_0")}
+        replay_port = int(result.objects["replay"].address().rpartition(":")[2])
+        # Ray's own servers (GCS, raylet, workers, this driver) listen on the
+        # loopback address only; Reverb's server is the one on all interfaces.
+        ray_pids = _ray_pids() | pids | {os.getpid()}
+        exposed = [(a, port, pid) for a, port, pid in _listening_sockets()
+                   if pid in ray_pids and port != replay_port
+                   and a not in ("127.0.0.1", "[::ffff:127.0.0.1]")]
+        reverb_listens = [a for a, port, _ in _listening_sockets() if port == replay_port]
     finally:
         launcher.close()
     elapsed = time.time() - start
     assert len(pids) == 4  # Every node in its own process.
+    assert exposed == []
+    assert reverb_listens  # The check saw the replay server, so it saw sockets at all.
     assert os.getpid() not in pids
     # The counter's total is exactly the sum of what the actors report, and
     # every one of those steps reached the table.
