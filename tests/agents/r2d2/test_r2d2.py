@@ -155,3 +155,29 @@ def test_r2d2_learns_a_memory_task_through_threads(tmp_path):
     assert result.status == "completed", result.error and result.error.formatted
     assert result.objects["counter"].get_counts()["learner_steps"] > 50
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 0.8  # Chance: 0.
+
+
+def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
+    import reverb
+
+    from components.learning import NonFiniteLossError
+
+    learner, data = _learner_and_batch(burn_in=2)
+    info = reverb.SampleInfo(key=tf.constant([1, 2, 3], tf.uint64),
+                             probability=tf.constant([0.2, 0.3, 0.5], tf.float64),
+                             table_size=tf.constant([3, 3, 3], tf.int64),
+                             priority=tf.ones([3], tf.float64),
+                             times_sampled=tf.ones([3], tf.int32))
+    good = reverb.ReplaySample(info=info, data=data)
+    poisoned_reward = data["reward"].copy()
+    poisoned_reward[1, 5] = np.nan  # One poisoned step of one sequence.
+    poisoned = reverb.ReplaySample(info=info, data=dict(data, reward=poisoned_reward))
+    learner._iterator = iter([good, poisoned])
+    learner.step()
+    before = learner.save()
+    with pytest.raises(NonFiniteLossError, match="learner step 2: loss term 'loss' is nan"):
+        learner.step()
+    after = learner.save()
+    for name in before:  # Weights, target, optimizer and step count: all as they were.
+        np.testing.assert_array_equal(before[name], after[name])
+    assert learner.num_steps == 1
