@@ -164,6 +164,7 @@ class RayLauncher:
         self.restarts: dict[str, int] = {}
         self._pids: dict[str, int] = {}
         self._owns_ray = False
+        self._ray_imported = False
         self._stop_requested = False
         self._idle: list[str] = []  # Nodes without run(): watched by pinging them.
         self._pings: dict[Any, str] = {}
@@ -191,26 +192,29 @@ class RayLauncher:
         return max(1, int(self._config.cpus_per_actor)) if self._config.cpus_per_actor else 0
 
     def _start_ray(self) -> None:
-        import ray
+        """Imports and starts (or joins) Ray with Ctrl-C held until it is up.
 
-        if ray.is_initialized():
-            return
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        # A Ctrl-C inside ray.init would leave the processes it started without
-        # an owner: it is held until init returns, then handed to the handler
-        # that was there before. ray.init also replaces the SIGTERM handler with
-        # sys.exit, which would skip the ordered shutdown: a handler the caller
-        # installed is put back.
+        A Ctrl-C inside `import ray` leaves Ray half-imported, and one inside
+        ray.init leaves the processes it started without an owner: it is held
+        until both are done, then handed to the handler that was there before.
+        ray.init also replaces the SIGTERM handler with sys.exit, which would
+        skip the ordered shutdown: a handler the caller installed is put back.
+        """
         in_main_thread = threading.current_thread() is threading.main_thread()
         previous_int = signal.getsignal(signal.SIGINT)
         previous_term = signal.getsignal(signal.SIGTERM)
         held: list[int] = []
         if in_main_thread:
             signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-        self._owns_ray = True  # Set first: an init that fails still gets shut down.
         try:
-            self._init_ray(ray)
+            import ray
+
+            self._ray_imported = True
+            if not ray.is_initialized():
+                os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+                self._owns_ray = True  # Set first: an init that fails still gets shut down.
+                self._init_ray(ray)
         finally:
             if in_main_thread:
                 signal.signal(signal.SIGINT, previous_int)
@@ -285,11 +289,11 @@ class RayLauncher:
     # -- run -----------------------------------------------------------------
 
     def launch(self) -> LaunchResult:
-        import ray
-
         status, error = "completed", None
         try:
             self._start_ray()
+            import ray
+
             self._build()
             for name, handle in self._handles.items():
                 if ray.get(handle.has_run.remote()):
@@ -309,7 +313,7 @@ class RayLauncher:
         except KeyboardInterrupt:
             status = "interrupted"
         finally:
-            if ray.is_initialized() and shutdown_despite_interrupts(self.shutdown):
+            if self._ray_up() and shutdown_despite_interrupts(self.shutdown):
                 status = "interrupted"
         if error is not None:
             status = "failed"
@@ -416,8 +420,13 @@ class RayLauncher:
             except ray.exceptions.RayError:
                 pass
 
+    def _ray_up(self) -> bool:
+        return self._ray_imported and sys.modules["ray"].is_initialized()
+
     def close(self) -> None:
         """Kills every node process and shuts down a Ray instance started here."""
+        if not self._ray_imported:
+            return  # Stopped before Ray was (fully) imported: nothing was started.
         import ray
 
         if not ray.is_initialized():
