@@ -15,6 +15,7 @@ run code for whoever reaches them). Checked by the tests with `ss`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -115,6 +116,25 @@ class NodeProcess:
             stop()
 
 
+@contextlib.contextmanager
+def _without_ray_sigterm_handler(ray):
+    """Keeps ray.init from replacing the SIGTERM handler (it installs sys.exit)."""
+    utils = ray._private.utils
+    original = getattr(utils, "set_sigterm_handler", None)
+    if original is None:
+        yield
+        return
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = original
+
+
+def _exit_on_sigterm(signum, frame):
+    sys.exit(128 + signum)
+
+
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
@@ -192,20 +212,22 @@ class RayLauncher:
         return max(1, int(self._config.cpus_per_actor)) if self._config.cpus_per_actor else 0
 
     def _start_ray(self) -> None:
-        """Imports and starts (or joins) Ray with Ctrl-C held until it is up.
+        """Imports and starts (or joins) Ray with Ctrl-C and SIGTERM held until it is up.
 
-        A Ctrl-C inside `import ray` leaves Ray half-imported, and one inside
-        ray.init leaves the processes it started without an owner: it is held
-        until both are done, then handed to the handler that was there before.
-        ray.init also replaces the SIGTERM handler with sys.exit, which would
-        skip the ordered shutdown: a handler the caller installed is put back.
+        A signal inside `import ray` leaves Ray half-imported, and one inside
+        ray.init leaves the processes it started without an owner: both are
+        held until Ray is up, then handed to the handlers that were there
+        before. ray.init would also install its own SIGTERM handler (sys.exit,
+        which skips the ordered shutdown) and the driver's C++ failure-signal
+        handler: the first is kept out, the second switched off.
         """
         in_main_thread = threading.current_thread() is threading.main_thread()
-        previous_int = signal.getsignal(signal.SIGINT)
-        previous_term = signal.getsignal(signal.SIGTERM)
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         held: list[int] = []
         if in_main_thread:
-            signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+            for signum in previous:
+                signal.signal(signum, lambda signum, frame: held.append(signum))
+        os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
         try:
             import ray
 
@@ -214,15 +236,18 @@ class RayLauncher:
                 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
                 self._owns_ray = True  # Set first: an init that fails still gets shut down.
-                self._init_ray(ray)
+                with _without_ray_sigterm_handler(ray):
+                    self._init_ray(ray)
         finally:
             if in_main_thread:
-                signal.signal(signal.SIGINT, previous_int)
-                if callable(previous_term):
-                    signal.signal(signal.SIGTERM, previous_term)
+                for signum, handler in previous.items():
+                    if signum == signal.SIGTERM and not callable(handler):
+                        handler = _exit_on_sigterm  # What Ray would have installed.
+                    signal.signal(signum, handler)
         if held:
-            if callable(previous_int):
-                previous_int(signal.SIGINT, None)
+            handler = previous[held[0]]
+            if callable(handler):
+                handler(held[0], None)
             raise KeyboardInterrupt
 
     def _init_ray(self, ray) -> None:
