@@ -102,3 +102,36 @@ def check_finite(metrics: Mapping[str, tf.Tensor], terms: Sequence[str], step: i
             raise NonFiniteLossError(
                 f"learner step {step}: loss term '{name}' is {value}; the update was skipped "
                 f"and the learner keeps its last good state")
+
+
+class QLearnerBase(VariablesSaveable, core.Learner):
+    """What Q-learners with an online and a target network share (DQN, R2D2).
+
+    Subclasses set `_network`, `_target_network`, `_optimizer`, `_num_steps`,
+    `_iterator`, `_step_logger`, and `_step_fn(sample)`, a compiled step that
+    returns its metrics with `loss`, `grad_norm` and a `finite` flag (an
+    update whose loss was not finite was skipped inside it).
+    """
+
+    def step(self) -> None:
+        sample = next(self._iterator)
+        metrics = self._step_fn(sample)
+        if not bool(metrics.pop("finite")):
+            check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
+        self._step_logger.record(metrics)
+
+    @property
+    def num_steps(self) -> int:
+        return int(self._num_steps.numpy())
+
+    def get_variables(self, names: Sequence[str]) -> list[list[np.ndarray]]:
+        collections = {"q": self._network.variables, "q_target": self._target_network.variables}
+        return [[v.numpy() for v in collections[name]] for name in names]
+
+    def _variable_groups(self) -> dict:
+        return {
+            "num_steps": self._num_steps,
+            "q": self._network.variables,
+            "q_target": self._target_network.variables,
+            "optimizer": self._optimizer.variables,
+        }

@@ -17,22 +17,19 @@ target network is copied from the online network every
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
-import numpy as np
 import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from components.learning import (
     LinearDecay,
+    QLearnerBase,
     StepLogger,
-    VariablesSaveable,
     all_finite,
-    check_finite,
 )
 
 
@@ -43,7 +40,7 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
     return 0.5 * quadratic**2 + delta * (abs_x - quadratic)
 
 
-class DQNLearner(VariablesSaveable, core.Learner):
+class DQNLearner(QLearnerBase):
     """Trains a Q-network from replay samples."""
 
     def __init__(
@@ -133,26 +130,3 @@ class DQNLearner(VariablesSaveable, core.Learner):
         elif self._num_steps % self._target_update_period == 0:
             for target, source in pairs:
                 target.assign(source)
-
-    def step(self) -> None:
-        sample = next(self._iterator)
-        metrics = self._step_fn(sample)
-        if not bool(metrics.pop("finite")):
-            check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
-        self._step_logger.record(metrics)
-
-    @property
-    def num_steps(self) -> int:
-        return int(self._num_steps.numpy())
-
-    def get_variables(self, names: Sequence[str]) -> list[list[np.ndarray]]:
-        collections = {"q": self._network.variables, "q_target": self._target_network.variables}
-        return [[v.numpy() for v in collections[name]] for name in names]
-
-    def _variable_groups(self) -> dict:
-        return {
-            "num_steps": self._num_steps,
-            "q": self._network.variables,
-            "q_target": self._target_network.variables,
-            "optimizer": self._optimizer.variables,
-        }

@@ -23,23 +23,20 @@ action was taken and a later step of the sequence exists to bootstrap from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
-import numpy as np
 import reverb
 import sonnet as snt
 import tensorflow as tf
 import tree
 
-from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from components.learning import (
     LinearDecay,
+    QLearnerBase,
     StepLogger,
-    VariablesSaveable,
     all_finite,
-    check_finite,
 )
 from components.losses import signed_hyperbolic, signed_parabolic
 
@@ -97,7 +94,7 @@ def _time_major(x: tf.Tensor) -> tf.Tensor:
     return tf.transpose(x, [1, 0] + list(range(2, x.shape.rank)))
 
 
-class R2D2Learner(VariablesSaveable, core.Learner):
+class R2D2Learner(QLearnerBase):
     """Trains a recurrent Q-network from replayed sequences."""
 
     def __init__(
@@ -209,26 +206,3 @@ class R2D2Learner(VariablesSaveable, core.Learner):
         if self._num_steps % self._target_update_period == 0:
             for target, source in zip(self._target_network.variables, self._network.variables):
                 target.assign(source)
-
-    def step(self) -> None:
-        sample = next(self._iterator)
-        metrics = self._step_fn(sample)
-        if not bool(metrics.pop("finite")):
-            check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
-        self._step_logger.record(metrics)
-
-    @property
-    def num_steps(self) -> int:
-        return int(self._num_steps.numpy())
-
-    def get_variables(self, names: Sequence[str]) -> list[list[np.ndarray]]:
-        collections = {"q": self._network.variables, "q_target": self._target_network.variables}
-        return [[v.numpy() for v in collections[name]] for name in names]
-
-    def _variable_groups(self) -> dict:
-        return {
-            "num_steps": self._num_steps,
-            "q": self._network.variables,
-            "q_target": self._target_network.variables,
-            "optimizer": self._optimizer.variables,
-        }

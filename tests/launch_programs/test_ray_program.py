@@ -53,6 +53,17 @@ def _ray_pids() -> set[int]:
     return {int(line.split()[0]) for line in _ray_processes()}
 
 
+def _wait_for_actor_steps(launcher, steps: int):
+    """Blocks (in a helper thread) until the running program's counter passes `steps`."""
+    counter = None
+    while counter is None:
+        counter = launcher.objects.get("counter")
+        time.sleep(0.2)
+    while counter.get_counts().get("actor_steps", 0) < steps:
+        time.sleep(0.2)
+    return counter
+
+
 def _launcher(tmp_path, max_actor_steps, **program_kwargs):
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2,
                                    max_actor_steps=max_actor_steps, eval_episodes=0,
@@ -69,12 +80,7 @@ def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
     seen = {}
 
     def look_at_sockets_mid_run():
-        counter = None
-        while counter is None:
-            counter = launcher.objects.get("counter")
-            time.sleep(0.2)
-        while counter.get_counts().get("actor_steps", 0) < 300:
-            time.sleep(0.2)
+        _wait_for_actor_steps(launcher, 300)
         seen["replay_port"] = int(launcher.objects["replay"].address().rpartition(":")[2])
         seen["pids"] = _ray_pids() | set(launcher._pids.values()) | {os.getpid()}
         seen["sockets"] = _listening_sockets()
@@ -132,12 +138,7 @@ def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
     killed = {}
 
     def kill_mid_run():
-        counter = None
-        while counter is None:
-            counter = launcher.objects.get("counter")
-            time.sleep(0.2)
-        while counter.get_counts().get("actor_steps", 0) < 1500:
-            time.sleep(0.2)
+        counter = _wait_for_actor_steps(launcher, 1500)
         while not (tmp_path / "checkpoints" / "learner.npz").exists():
             time.sleep(0.2)
         time.sleep(1.5)  # Past the next replay checkpoint too.
