@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 import dm_env
+import numpy as np
 from dm_env import specs
 
 
@@ -38,3 +39,15 @@ def num_discrete_actions(spec: EnvironmentSpec) -> int:
             f"with shape {getattr(actions, 'shape', None)}"
         )
     return int(actions.num_values)
+
+
+def bounded_continuous_actions(spec: EnvironmentSpec) -> specs.BoundedArray:
+    """The action spec of a bounded continuous action space; a clear error otherwise."""
+    actions = spec.actions
+    if (isinstance(actions, specs.DiscreteArray) or not isinstance(actions, specs.BoundedArray)
+            or not np.issubdtype(actions.dtype, np.floating)):
+        raise ValueError(
+            f"this agent needs bounded continuous actions, got {type(actions).__name__} "
+            f"with dtype {getattr(actions, 'dtype', None)}"
+        )
+    return actions

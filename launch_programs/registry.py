@@ -54,7 +54,15 @@ def _r2d2() -> AgentEntry:
     return AgentEntry(R2D2Config, R2D2Builder, preset)
 
 
-AGENTS: dict[str, Callable[[], AgentEntry]] = {"dqn": _dqn, "impala": _impala, "r2d2": _r2d2}
+def _d4pg() -> AgentEntry:
+    from agents.d4pg import D4PGBuilder, D4PGConfig
+
+    return AgentEntry(D4PGConfig, D4PGBuilder)
+
+
+AGENTS: dict[str, Callable[[], AgentEntry]] = {
+    "dqn": _dqn, "impala": _impala, "r2d2": _r2d2, "d4pg": _d4pg,
+}
 
 
 def get_agent(name: str) -> AgentEntry:

@@ -22,7 +22,7 @@ from typing import Any
 
 LAUNCHERS = ("threads", "ray")
 # The target return reported in summary.json as `first_reached`, where known.
-THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0}
+THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0, "gym:Pendulum-v1": -250.0}
 
 
 class UsageError(ValueError):

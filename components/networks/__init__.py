@@ -1,11 +1,14 @@
-"""Sonnet networks: torsos (MLP, Nature Atari), heads (dueling, policy-value), LSTM cores."""
+"""Sonnet networks: torsos, heads (dueling, policy-value, distributional), LSTM cores, policies."""
 
 from components.networks.atari import AtariTorso
+from components.networks.deterministic_policy import DeterministicPolicy
+from components.networks.distributional import DistributionalCritic
 from components.networks.dueling import DuelingHead
 from components.networks.mlp import MLPTorso
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentNetwork, RecurrentPolicyValue, RecurrentQNetwork
 from components.networks.torso import make_torso
 
-__all__ = ["AtariTorso", "DuelingHead", "MLPTorso", "PolicyValueHead", "RecurrentNetwork",
-           "RecurrentPolicyValue", "RecurrentQNetwork", "make_torso"]
+__all__ = ["AtariTorso", "DeterministicPolicy", "DistributionalCritic", "DuelingHead", "MLPTorso",
+           "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
+           "make_torso"]

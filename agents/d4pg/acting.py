@@ -1,0 +1,45 @@
+"""D4PG's policy: the deterministic action plus Gaussian noise, clipped to the action spec."""
+
+from __future__ import annotations
+
+import numpy as np
+import sonnet as snt
+import tensorflow as tf
+import tree
+
+from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
+
+
+class GaussianNoisePolicy(tf.Module):
+    """a = clip(pi(o) + sigma * N(0, 1), minimum, maximum); sigma 0 evaluates.
+
+    The clip keeps every action inside the spec, whatever the noise.
+    """
+
+    def __init__(self, network: snt.Module, spec: EnvironmentSpec, sigma: float, seed: int = 0):
+        super().__init__(name="gaussian_noise_policy")
+        self._network = network
+        self.spec = spec
+        actions = bounded_continuous_actions(spec)
+        self._minimum = tf.constant(np.broadcast_to(actions.minimum, actions.shape), actions.dtype)
+        self._maximum = tf.constant(np.broadcast_to(actions.maximum, actions.shape), actions.dtype)
+        self._dtype = actions.dtype
+        self.sigma = float(sigma)
+        self._rng = tf.random.Generator.from_seed(seed)
+        signature = tree.map_structure(
+            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
+        # A fixed signature: traced once, never retraced as the batch size varies.
+        self._policy = tf.function(self._select, input_signature=[signature])
+
+    def _select(self, observation):
+        action = tf.cast(self._network(observation), self._dtype)
+        if self.sigma > 0:
+            action += tf.cast(self.sigma * self._rng.normal(tf.shape(action)), self._dtype)
+        return tf.clip_by_value(action, self._minimum, self._maximum)
+
+    def __call__(self, observation):
+        return self._policy(observation)
+
+    @property
+    def num_traces(self) -> int:
+        return self._policy.experimental_get_tracing_count()

@@ -1,0 +1,82 @@
+"""D4PG's configuration: every default commented, every field validated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentkit.config import require
+
+
+@dataclasses.dataclass
+class D4PGConfig:
+    """Hyperparameters of D4PG. Defaults suit small control tasks (Pendulum)."""
+
+    # Returns and targets.
+    discount: float = 0.99  # gamma.
+    n_step: int = 5  # Length of the n-step return.
+    v_min: float = -1500.0  # Lowest atom of the critic's support.
+    v_max: float = 100.0  # Highest atom.
+    num_atoms: int = 51  # Atoms of the categorical value distribution.
+    target_update_period: int = 100  # Learner steps between target copies (if tau is 0).
+    target_update_tau: float = 0.005  # If > 0: Polyak-average both targets every step.
+
+    # Networks.
+    policy_hidden_sizes: tuple[int, ...] = (256, 256)  # Policy MLP layers.
+    critic_hidden_sizes: tuple[int, ...] = (256, 256)  # Critic MLP layers (on [o, a]).
+
+    # Optimisation.
+    batch_size: int = 256  # Transitions per learner step.
+    policy_learning_rate: float = 3e-4  # Adam step size of the policy.
+    critic_learning_rate: float = 3e-4  # Adam step size of the critic.
+    max_gradient_norm: float = 40.0  # Global-norm clipping, each network on its own.
+
+    # Replay.
+    samples_per_insert: float = 32.0  # Items sampled per item inserted (0: no ratio).
+    min_replay_size: int = 1_000  # Items in the table before the learner may sample.
+    max_replay_size: int = 1_000_000  # Oldest items are removed beyond this.
+    prioritized: bool = False  # Prioritized sampling (by critic loss) instead of uniform.
+    priority_exponent: float = 0.6  # alpha.
+    importance_sampling_exponent: float = 0.4  # beta.
+    prefetch_size: int = 4  # Batches prefetched by the dataset.
+
+    # Acting.
+    sigma: float = 0.3  # Std of the Gaussian exploration noise, in action units.
+    variable_update_period: int = 100  # Actor steps between weight fetches.
+    max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
+
+    def __post_init__(self):
+        self.policy_hidden_sizes = tuple(int(h) for h in self.policy_hidden_sizes)
+        self.critic_hidden_sizes = tuple(int(h) for h in self.critic_hidden_sizes)
+        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
+        require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
+        require(self.v_min < self.v_max, "v_max", f"> v_min ({self.v_min})", self.v_max)
+        require(self.num_atoms >= 2, "num_atoms", ">= 2", self.num_atoms)
+        require(self.target_update_period >= 1, "target_update_period", ">= 1",
+                self.target_update_period)
+        require(0.0 <= self.target_update_tau <= 1.0, "target_update_tau", "in [0, 1]",
+                self.target_update_tau)
+        for name in ("policy_hidden_sizes", "critic_hidden_sizes"):
+            sizes = getattr(self, name)
+            require(len(sizes) > 0 and min(sizes) >= 1, name,
+                    "a non-empty list of positive integers", sizes)
+        require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
+        require(self.policy_learning_rate > 0, "policy_learning_rate", "> 0",
+                self.policy_learning_rate)
+        require(self.critic_learning_rate > 0, "critic_learning_rate", "> 0",
+                self.critic_learning_rate)
+        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
+        require(self.samples_per_insert >= 0, "samples_per_insert", ">= 0",
+                self.samples_per_insert)
+        require(self.min_replay_size >= self.batch_size, "min_replay_size",
+                f">= batch_size ({self.batch_size})", self.min_replay_size)
+        require(self.max_replay_size >= self.min_replay_size, "max_replay_size",
+                f">= min_replay_size ({self.min_replay_size})", self.max_replay_size)
+        require(self.priority_exponent >= 0, "priority_exponent", ">= 0", self.priority_exponent)
+        require(0 <= self.importance_sampling_exponent <= 1, "importance_sampling_exponent",
+                "in [0, 1]", self.importance_sampling_exponent)
+        require(self.prefetch_size >= 0, "prefetch_size", ">= 0", self.prefetch_size)
+        require(self.sigma >= 0, "sigma", ">= 0", self.sigma)
+        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
+                self.variable_update_period)
+        require(self.max_in_flight_items >= 1, "max_in_flight_items", ">= 1",
+                self.max_in_flight_items)
