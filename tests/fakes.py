@@ -146,6 +146,30 @@ def match_the_sign(seed: int = 0, evaluation: bool = False) -> MatchTheSign:
     return MatchTheSign(episode_length=10, seed=seed)
 
 
+class MatchTheValue(MatchTheSign):
+    """A small continuous task: reward -(a - x[0])^2 for an action a in [-1, 1].
+
+    Observations are x ~ U(-1, 1)^2; a policy that outputs x[0] scores 0 per
+    step, uniform random actions about -2/3.
+    """
+
+    def step(self, action) -> dm_env.TimeStep:
+        reward = np.float32(-(float(np.asarray(action).reshape(-1)[0]) - float(self._x[0])) ** 2)
+        self._t += 1
+        if self._t >= self._length:
+            return dm_env.truncation(reward, self._observe())
+        return dm_env.transition(reward, self._observe())
+
+    def action_spec(self):
+        return specs.BoundedArray((1,), np.float32, -1.0, 1.0, "action")
+
+
+def match_the_value(seed: int = 0, evaluation: bool = False) -> MatchTheValue:
+    """An environment factory (module level, so node processes can import it)."""
+    del evaluation
+    return MatchTheValue(episode_length=10, seed=seed)
+
+
 class FlakyEnvironment(dm_env.Environment):
     """Wraps an environment and raises on the listed (global) step numbers: a crashing simulator."""
 

@@ -11,9 +11,11 @@ from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
 
 
 class GaussianNoisePolicy(tf.Module):
-    """a = clip(pi(o) + sigma * N(0, 1), minimum, maximum); sigma 0 evaluates.
+    """a = clip(pi(o) + sigma * (maximum - minimum) / 2 * N(0, 1), minimum, maximum).
 
-    The clip keeps every action inside the spec, whatever the noise.
+    sigma is in units of half the action range (as if actions were scaled to
+    [-1, 1]), so one value suits every task; sigma 0 evaluates. The clip keeps
+    every action inside the spec, whatever the noise.
     """
 
     def __init__(self, network: snt.Module, spec: EnvironmentSpec, sigma: float, seed: int = 0):
@@ -25,6 +27,7 @@ class GaussianNoisePolicy(tf.Module):
         self._maximum = tf.constant(np.broadcast_to(actions.maximum, actions.shape), actions.dtype)
         self._dtype = actions.dtype
         self.sigma = float(sigma)
+        self._noise_scale = self.sigma * (self._maximum - self._minimum) / 2.0
         self._rng = tf.random.Generator.from_seed(seed)
         signature = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
@@ -34,7 +37,7 @@ class GaussianNoisePolicy(tf.Module):
     def _select(self, observation):
         action = tf.cast(self._network(observation), self._dtype)
         if self.sigma > 0:
-            action += tf.cast(self.sigma * self._rng.normal(tf.shape(action)), self._dtype)
+            action += self._noise_scale * tf.cast(self._rng.normal(tf.shape(action)), self._dtype)
         return tf.clip_by_value(action, self._minimum, self._maximum)
 
     def __call__(self, observation):

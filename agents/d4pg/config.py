@@ -40,7 +40,7 @@ class D4PGConfig:
     prefetch_size: int = 4  # Batches prefetched by the dataset.
 
     # Acting.
-    sigma: float = 0.3  # Std of the Gaussian exploration noise, in action units.
+    sigma: float = 0.3  # Std of the Gaussian exploration noise, in half action ranges.
     variable_update_period: int = 100  # Actor steps between weight fetches.
     max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
