@@ -57,7 +57,12 @@ def _r2d2() -> AgentEntry:
 def _d4pg() -> AgentEntry:
     from agents.d4pg import D4PGBuilder, D4PGConfig
 
-    return AgentEntry(D4PGConfig, D4PGBuilder)
+    def preset(env: str) -> dict[str, Any]:
+        if env.startswith("control:"):
+            return {"v_min": -150.0, "v_max": 150.0}  # Rewards in [0, 1]: values up to 100.
+        return {}
+
+    return AgentEntry(D4PGConfig, D4PGBuilder, preset)
 
 
 AGENTS: dict[str, Callable[[], AgentEntry]] = {

@@ -1,4 +1,4 @@
-"""Maps `--env` names (`gym:<id>`, `atari:<Game>`, `memory:<N>`) to dm_env environments."""
+"""Maps `--env` names (gym:, atari:, memory:, control:) to dm_env environments."""
 
 from __future__ import annotations
 
@@ -6,12 +6,17 @@ from collections.abc import Callable, Sequence
 
 import dm_env
 
-from components.environments.wrappers import ObservationIndicesWrapper, SinglePrecisionWrapper
+from components.environments.wrappers import (
+    FlattenObservationWrapper,
+    ObservationIndicesWrapper,
+    SinglePrecisionWrapper,
+)
 
 ENVIRONMENT_KINDS = {
     "gym": "gym:<gymnasium id>, e.g. gym:CartPole-v1",
     "atari": "atari:<Game>, e.g. atari:Pong",
     "memory": "memory:<N>, e.g. memory:10 (a cue at the first step, its question N steps later)",
+    "control": "control:<domain>:<task>, e.g. control:cartpole:swingup (pip install -e .[control])",
 }
 
 
@@ -52,10 +57,28 @@ def _make_memory(name: str, seed: int | None, evaluation: bool) -> dm_env.Enviro
     return MemoryEnvironment(int(name), seed=seed)
 
 
+def _make_control(name: str, seed: int | None, evaluation: bool) -> dm_env.Environment:
+    """The DeepMind Control Suite with state observations, flattened to one vector."""
+    import os
+
+    del evaluation
+    os.environ.setdefault("MUJOCO_GL", "disable")  # State observations only: no rendering.
+    try:
+        from dm_control import suite
+    except ImportError:
+        raise UnknownEnvironmentError(
+            "--env: control:<domain>:<task> needs dm-control: pip install -e .[control]") from None
+    domain, _, task = name.partition(":")
+    if (domain, task) not in suite.ALL_TASKS:
+        raise UnknownEnvironmentError(f"--env: the control suite has no task '{name}'")
+    return FlattenObservationWrapper(suite.load(domain, task, task_kwargs={"random": seed}))
+
+
 _FACTORIES: dict[str, Callable[[str, int | None, bool], dm_env.Environment]] = {
     "gym": _make_gym,
     "atari": _make_atari,
     "memory": _make_memory,
+    "control": _make_control,
 }
 
 

@@ -127,3 +127,27 @@ class ObservationIndicesWrapper(EnvironmentWrapper):
 
     def observation_spec(self):
         return self._spec
+
+
+class FlattenObservationWrapper(EnvironmentWrapper):
+    """Concatenates a dict of observation arrays (dm-control's state) into one float32 vector."""
+
+    def __init__(self, environment: dm_env.Environment):
+        super().__init__(environment)
+        spec = environment.observation_spec()
+        self._keys = list(spec.keys())
+        size = sum(int(np.prod(spec[k].shape)) for k in self._keys)
+        self._spec = specs.Array((size,), np.float32, "observation")
+
+    def _flatten(self, timestep: dm_env.TimeStep) -> dm_env.TimeStep:
+        parts = [np.asarray(timestep.observation[k], np.float32).reshape(-1) for k in self._keys]
+        return timestep._replace(observation=np.concatenate(parts))
+
+    def reset(self) -> dm_env.TimeStep:
+        return self._flatten(self._environment.reset())
+
+    def step(self, action) -> dm_env.TimeStep:
+        return self._flatten(self._environment.step(action))
+
+    def observation_spec(self):
+        return self._spec
