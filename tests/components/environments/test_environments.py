@@ -57,3 +57,42 @@ def test_atari_pong_preprocessing():
 def test_unknown_names_fail_clearly(name):
     with pytest.raises(UnknownEnvironmentError, match="--env"):
         make_environment(name)
+
+
+def test_memory_task_shows_the_cue_once_and_rewards_naming_it():
+    env = make_environment("memory:3", seed=0)
+    timestep = env.reset()
+    cue = float(timestep.observation[0])
+    assert cue in (-1.0, 1.0) and timestep.observation[1] == 0.0
+    observations = []
+    for _ in range(3):
+        timestep = env.step(0)
+        observations.append(timestep.observation)
+        assert timestep.reward == 0.0 and not timestep.last()
+    assert all(o[0] == 0.0 for o in observations)  # The cue is gone after step 0...
+    assert observations[-1][1] == 1.0  # ...and the question comes at the last step.
+    timestep = env.step(int(cue > 0))
+    assert timestep.last() and timestep.reward == 1.0 and timestep.discount == 0.0
+
+
+def test_observation_indices_hide_cartpole_velocities():
+    env = make_environment("gym:CartPole-v1", seed=0, observation_indices=(0, 2))
+    full = make_environment("gym:CartPole-v1", seed=0)
+    assert env.observation_spec().shape == (2,)
+    np.testing.assert_array_equal(env.reset().observation, full.reset().observation[[0, 2]])
+    with pytest.raises(UnknownEnvironmentError, match="--observation_indices"):
+        make_environment("gym:CartPole-v1", observation_indices=(0, 4))
+
+
+def test_control_suite_state_observations_are_one_float32_vector():
+    pytest.importorskip("dm_control")
+    env = make_environment("control:cartpole:swingup", seed=0)
+    spec = env.observation_spec()
+    assert spec.shape == (5,) and spec.dtype == np.float32  # position 3 + velocity 2.
+    assert env.action_spec().shape == (1,)
+    timestep = env.reset()
+    assert timestep.observation.shape == (5,) and timestep.observation.dtype == np.float32
+    timestep = env.step(np.array([0.5], np.float32))
+    assert 0.0 <= float(timestep.reward) <= 1.0
+    with pytest.raises(UnknownEnvironmentError, match="no task"):
+        make_environment("control:cartpole:fly", seed=0)
