@@ -21,7 +21,7 @@ from agents.d4pg.learning import D4PGLearner
 from agents.d4pg.networks import copy_networks, make_networks
 from components.actors import BatchedFeedForwardActor
 from components.adders import Adder, NStepTransitionAdder
-from components.datasets import RestartingIterator, make_reverb_dataset
+from components.datasets import make_batch_iterator
 from components.replay import make_rate_limiter, make_replay_table, transition_signature
 from components.variable_client import VariableClient
 
@@ -51,13 +51,8 @@ class D4PGBuilder:
         self, replay_address: str, should_stop: Callable[[], bool] | None = None
     ) -> Iterator[reverb.ReplaySample]:
         """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop."""
-
-        def make():
-            return iter(make_reverb_dataset(replay_address, self.table_name,
-                                            self.config.batch_size,
-                                            prefetch_size=self.config.prefetch_size))
-
-        return RestartingIterator(make, should_stop or (lambda: False))
+        return make_batch_iterator(replay_address, self.table_name, self.config.batch_size,
+                                   self.config.prefetch_size, should_stop)
 
     def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec | None = None
                    ) -> Adder:

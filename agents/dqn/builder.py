@@ -21,7 +21,7 @@ from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
 from components.actors import BatchedFeedForwardActor, FeedForwardActor, apex_epsilon
 from components.adders import Adder, NStepTransitionAdder
-from components.datasets import RestartingIterator, make_reverb_dataset
+from components.datasets import make_batch_iterator
 from components.replay import make_rate_limiter, make_replay_table, transition_signature
 from components.variable_client import VariableClient
 
@@ -54,14 +54,8 @@ class DQNBuilder:
         self, replay_address: str, should_stop: Callable[[], bool] | None = None
     ) -> Iterator[reverb.ReplaySample]:
         """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop."""
-
-        def make():
-            return iter(make_reverb_dataset(
-                replay_address, self.table_name, self.config.batch_size,
-                prefetch_size=self.config.prefetch_size,
-            ))
-
-        return RestartingIterator(make, should_stop or (lambda: False))
+        return make_batch_iterator(replay_address, self.table_name, self.config.batch_size,
+                                   self.config.prefetch_size, should_stop)
 
     @property
     def _actor_priorities(self) -> bool:

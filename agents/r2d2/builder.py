@@ -22,7 +22,7 @@ from agents.r2d2.learning import R2D2Learner
 from agents.r2d2.networks import copy_network, make_networks
 from components.actors import BatchedRecurrentActor, apex_epsilon
 from components.adders import Adder, SequenceAdder, sequence_signature
-from components.datasets import RestartingIterator, make_reverb_dataset
+from components.datasets import make_batch_iterator
 from components.replay import make_rate_limiter, make_replay_table
 from components.variable_client import VariableClient
 
@@ -59,13 +59,8 @@ class R2D2Builder:
         self, replay_address: str, should_stop: Callable[[], bool] | None = None
     ) -> Iterator[reverb.ReplaySample]:
         """Batches of sequences; restarts after rate-limiter timeouts, ends on should_stop."""
-
-        def make():
-            return iter(make_reverb_dataset(replay_address, self.table_name,
-                                            self.config.batch_size,
-                                            prefetch_size=self.config.prefetch_size))
-
-        return RestartingIterator(make, should_stop or (lambda: False))
+        return make_batch_iterator(replay_address, self.table_name, self.config.batch_size,
+                                   self.config.prefetch_size, should_stop)
 
     def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec | None = None
                    ) -> Adder:

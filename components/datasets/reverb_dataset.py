@@ -70,3 +70,19 @@ class RestartingIterator:
                 self._iterator = None
                 self.restarts += 1
         raise StopIteration
+
+
+def make_batch_iterator(
+    server_address: str,
+    table: str,
+    batch_size: int,
+    prefetch_size: int = 4,
+    should_stop: Callable[[], bool] | None = None,
+) -> RestartingIterator:
+    """Batches of `table` for a learner: restarts after rate-limiter timeouts, ends on should_stop."""
+
+    def make():
+        return iter(make_reverb_dataset(server_address, table, batch_size,
+                                        prefetch_size=prefetch_size))
+
+    return RestartingIterator(make, should_stop or (lambda: False))
