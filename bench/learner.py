@@ -1,0 +1,129 @@
+"""DQN learner steps/s on the Atari network, fed from Reverb vs from a constant in-memory batch.
+
+Both learners are the project's DQNLearner with `DQNConfig.atari()` networks
+(Nature CNN, dueling head) on 84x84x4 uint8 frames. The in-memory one steps
+on the same batch again and again (no data path at all); the Reverb one
+samples from a local server through the project's dataset
+(`make_batch_iterator`, prefetched) and writes priorities back. The table is
+filled first with random frames through the project's n-step adder, and no
+rate limiter holds the learner, so the ratio is the cost of the data path.
+For each batch size, prints one line and writes bench/results/learner.json.
+
+    python bench/learner.py --batch_sizes=32,256 --window_s=20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import dm_env  # noqa: E402
+import numpy as np  # noqa: E402
+import reverb  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from agentkit.specs import make_environment_spec  # noqa: E402
+from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
+from components.replay import ReplayServer  # noqa: E402
+from tests import fakes  # noqa: E402
+
+
+def fill(address: str, builder: DQNBuilder, spec, num_transitions: int, seed: int = 0) -> None:
+    """Writes random-frame episodes through the project's n-step adder."""
+    rng = np.random.default_rng(seed)
+    adder = builder.make_adder(reverb.Client(address), spec)
+    written, episode_length = 0, 100
+    while written < num_transitions:
+        adder.add_first(dm_env.restart(rng.integers(0, 255, (84, 84, 4), np.uint8)))
+        for t in range(episode_length):
+            frame = rng.integers(0, 255, (84, 84, 4), np.uint8)
+            step = dm_env.transition if t < episode_length - 1 else dm_env.truncation
+            adder.add(np.int32(rng.integers(0, 6)), step(np.float32(rng.normal()), frame))
+        written += episode_length
+    adder.close()
+
+
+def steps_per_s(learner, warmup_steps: int, window_s: float) -> tuple[float, int]:
+    for _ in range(warmup_steps):
+        learner.step()
+    start, steps = time.time(), 0
+    while time.time() - start < window_s:
+        learner.step()
+        steps += 1
+    return steps / (time.time() - start), steps
+
+
+class ConstantIterator:
+    """The same sample forever: a learner with no data path."""
+
+    def __init__(self, sample):
+        self._sample = sample
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._sample
+
+
+def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float) -> dict:
+    # New items at priority 1: the actor-side priorities need an actor's network.
+    config = DQNConfig.atari(batch_size=batch_size, min_replay_size=batch_size,
+                             samples_per_insert=0.0, actor_priorities=False)
+    builder = DQNBuilder(config)
+    spec = make_environment_spec(fakes.fake_atari())
+    server = ReplayServer(builder.make_replay_tables(spec))
+    try:
+        fill(server.address(), builder, spec, num_transitions)
+        iterator = builder.make_dataset_iterator(server.address())
+        reverb_learner = builder.make_learner(builder.make_networks(spec), spec, iterator,
+                                              server.address())
+        reverb_rate, reverb_steps = steps_per_s(reverb_learner, warmup_steps, window_s)
+        # One sample from the same table, kept in memory as tensors.
+        sample = tf.nest.map_structure(tf.identity, next(iterator))
+        memory_learner = builder.make_learner(builder.make_networks(spec), spec,
+                                              ConstantIterator(sample), None)
+        memory_rate, memory_steps = steps_per_s(memory_learner, warmup_steps, window_s)
+    finally:
+        server.stop()
+    return {
+        "batch_size": batch_size,
+        "reverb_steps_per_s": round(reverb_rate, 2), "reverb_steps": reverb_steps,
+        "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
+        "ratio_reverb_to_memory": round(reverb_rate / memory_rate, 3),
+        "transitions_in_table": num_transitions,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch_sizes", default="32,256")
+    parser.add_argument("--transitions", type=int, default=5000)
+    parser.add_argument("--warmup_steps", type=int, default=10)
+    parser.add_argument("--window_s", type=float, default=20.0)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
+                                                      "learner.json"))
+    args = parser.parse_args(argv)
+    runs = []
+    for batch_size in (int(x) for x in args.batch_sizes.split(",")):
+        run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s)
+        runs.append(run)
+        print(f"[learner] batch={batch_size} from Reverb {run['reverb_steps_per_s']} steps/s, "
+              f"from memory {run['memory_steps_per_s']} steps/s, ratio "
+              f"{run['ratio_reverb_to_memory']}", flush=True)
+    report = {"runs": runs, "machine": f"{platform.node()}, {os.cpu_count()} cpus",
+              "tensorflow": tf.__version__, "gpu": bool(tf.config.list_physical_devices("GPU"))}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
