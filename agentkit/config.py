@@ -20,6 +20,21 @@ def require(condition: bool, field: str, allowed: str, value: Any) -> None:
         raise ConfigError(f"--{field}: must be {allowed}, got {value!r}")
 
 
+def require_replay_fields(config: Any) -> None:
+    """The replay fields agents share: samples_per_insert, min/max_replay_size against
+    batch_size, priority and importance-sampling exponents, prefetch_size."""
+    c = config
+    require(c.samples_per_insert >= 0, "samples_per_insert", ">= 0", c.samples_per_insert)
+    require(c.min_replay_size >= c.batch_size, "min_replay_size",
+            f">= batch_size ({c.batch_size})", c.min_replay_size)
+    require(c.max_replay_size >= c.min_replay_size, "max_replay_size",
+            f">= min_replay_size ({c.min_replay_size})", c.max_replay_size)
+    require(c.priority_exponent >= 0, "priority_exponent", ">= 0", c.priority_exponent)
+    require(0 <= c.importance_sampling_exponent <= 1, "importance_sampling_exponent",
+            "in [0, 1]", c.importance_sampling_exponent)
+    require(c.prefetch_size >= 0, "prefetch_size", ">= 0", c.prefetch_size)
+
+
 def as_dict(config: Any) -> dict[str, Any]:
     """A JSON-friendly dict of a (dataclass) config."""
     result = {}

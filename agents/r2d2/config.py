@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require
+from agentkit.config import require, require_replay_fields
 
 
 @dataclasses.dataclass
@@ -81,18 +81,9 @@ class R2D2Config:
                 self.learning_rate_decay_steps)
         require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
         require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
-        require(self.samples_per_insert >= 0, "samples_per_insert", ">= 0",
-                self.samples_per_insert)
-        require(self.min_replay_size >= self.batch_size, "min_replay_size",
-                f">= batch_size ({self.batch_size})", self.min_replay_size)
-        require(self.max_replay_size >= self.min_replay_size, "max_replay_size",
-                f">= min_replay_size ({self.min_replay_size})", self.max_replay_size)
-        require(self.priority_exponent >= 0, "priority_exponent", ">= 0", self.priority_exponent)
-        require(0 <= self.importance_sampling_exponent <= 1, "importance_sampling_exponent",
-                "in [0, 1]", self.importance_sampling_exponent)
+        require_replay_fields(self)
         require(0 <= self.max_priority_weight <= 1, "max_priority_weight", "in [0, 1]",
                 self.max_priority_weight)
-        require(self.prefetch_size >= 0, "prefetch_size", ">= 0", self.prefetch_size)
         require(0 < self.epsilon_base <= 1, "epsilon_base", "in (0, 1]", self.epsilon_base)
         require(self.epsilon_alpha >= 0, "epsilon_alpha", ">= 0", self.epsilon_alpha)
         require(0 <= self.epsilon_eval <= 1, "epsilon_eval", "in [0, 1]", self.epsilon_eval)
