@@ -122,6 +122,19 @@ class EnvironmentLoop(_LoopBase):
             self.close()
 
 
+class _Group:
+    """One batched environment, its actor and the running returns of its episodes."""
+
+    def __init__(self, environment, actor: core.Actor):
+        self.environment = environment
+        self.actor = actor
+        self.returns = np.zeros(environment.num_envs, np.float64)
+        self.lengths = np.zeros(environment.num_envs, np.int64)
+        self.timestep: dm_env.TimeStep | None = None
+        self.actions = None
+        self.in_flight = False
+
+
 class BatchedEnvironmentLoop(_LoopBase):
     """Steps K environments in lock-step with one batched actor call per step.
 
@@ -129,33 +142,85 @@ class BatchedEnvironmentLoop(_LoopBase):
     and resets an environment whose previous timestep was LAST on the next
     `step`, returning a FIRST timestep for it; the actor routes each slot to
     its own adder. A reset is not counted as a step.
+
+    Alternating groups (Sample Factory's double buffering): given a list of
+    environments and a list of actors, group g's simulators step (through
+    the environment's `step_async`/`step_wait`) while the other group's
+    actor computes its actions, so neither the CPU nor the network waits.
+    Each group has its own actor (its own adders and recurrent states); the
+    actors may share networks, and then one variable client is enough.
     """
 
+    def __init__(self, environment, actor, *args, **kwargs):
+        environments = list(environment) if isinstance(environment, (list, tuple)) else [environment]
+        actors = list(actor) if isinstance(actor, (list, tuple)) else [actor]
+        if len(environments) != len(actors):
+            raise ValueError(f"{len(environments)} environment groups but {len(actors)} actors")
+        super().__init__(environments[0], actors[0], *args, **kwargs)
+        self._groups = [_Group(e, a) for e, a in zip(environments, actors)]
+
     def run(self, num_episodes: int | None = None, num_steps: int | None = None) -> None:
-        env = self._environment
-        num_envs = env.num_envs
-        returns = np.zeros(num_envs, np.float64)
-        lengths = np.zeros(num_envs, np.int64)
-        timestep = env.reset()
-        self._actor.observe_first(timestep)
+        groups = self._groups
         try:
+            for group in groups:
+                timestep = group.environment.reset()
+                group.actor.observe_first(timestep)
+                group.timestep = timestep
+            if len(groups) == 1:
+                group = groups[0]
+                while not self._done(num_steps, num_episodes):
+                    actions = group.actor.select_action(group.timestep.observation)
+                    self._observe(group, actions, group.environment.step(actions))
+                return
+            # Round robin: while group g's simulators run, the next group's
+            # actor infers; then g's results are recorded and g starts again.
+            for group in groups:
+                self._start_step(group)
+            g = 0
             while not self._done(num_steps, num_episodes):
-                actions = self._actor.select_action(timestep.observation)
-                timestep = env.step(actions)
-                self._actor.observe(actions, next_timestep=timestep)
-                if self._update_actor:
-                    self._actor.update()
-                stepped = timestep.step_type != dm_env.StepType.FIRST
-                # An episode cut short (its environment failed and was reset)
-                # starts again from zero.
-                returns[~stepped], lengths[~stepped] = 0.0, 0
-                reward = np.asarray(timestep.reward, np.float64).reshape(num_envs, -1).sum(-1)
-                returns[stepped] += reward[stepped]
-                lengths[stepped] += 1
-                finished = np.flatnonzero(timestep.step_type == dm_env.StepType.LAST)
-                self._count(int(stepped.sum()), len(finished))
-                for i in finished:
-                    self._log_episode(returns[i], lengths[i])
-                    returns[i], lengths[i] = 0.0, 0
+                self._finish_step(groups[g])
+                if not self._done(num_steps, num_episodes):
+                    self._start_step(groups[g])
+                g = (g + 1) % len(groups)
+            for group in groups:  # Steps in flight are recorded: nothing is lost.
+                if group.in_flight:
+                    self._finish_step(group)
+        except BaseException:
+            for group in groups:  # Let the simulators finish before anything closes them.
+                if group.in_flight:
+                    group.in_flight = False
+                    try:
+                        group.environment.step_wait()
+                    except Exception:  # noqa: BLE001  (the first error is the one raised)
+                        pass
+            raise
         finally:
             self.close()
+
+    def _start_step(self, group: _Group) -> None:
+        group.actions = group.actor.select_action(group.timestep.observation)
+        group.environment.step_async(group.actions)
+        group.in_flight = True
+
+    def _finish_step(self, group: _Group) -> None:
+        group.in_flight = False
+        self._observe(group, group.actions, group.environment.step_wait())
+
+    def _observe(self, group: _Group, actions, timestep: dm_env.TimeStep) -> None:
+        group.timestep = timestep
+        group.actor.observe(actions, next_timestep=timestep)
+        if self._update_actor:
+            group.actor.update()
+        stepped = timestep.step_type != dm_env.StepType.FIRST
+        # An episode cut short (its environment failed and was reset) starts
+        # again from zero.
+        returns, lengths = group.returns, group.lengths
+        returns[~stepped], lengths[~stepped] = 0.0, 0
+        reward = np.asarray(timestep.reward, np.float64).reshape(len(returns), -1).sum(-1)
+        returns[stepped] += reward[stepped]
+        lengths[stepped] += 1
+        finished = np.flatnonzero(timestep.step_type == dm_env.StepType.LAST)
+        self._count(int(stepped.sum()), len(finished))
+        for i in finished:
+            self._log_episode(returns[i], lengths[i])
+            returns[i], lengths[i] = 0.0, 0

@@ -26,6 +26,8 @@ class ProgramConfig:
 
     num_actors: int = 2  # Actor nodes.
     num_envs_per_actor: int = 4  # Environments each actor steps with one policy call.
+    env_groups: int = 1  # 2: alternating groups of K/2, one simulating while the other infers.
+    atari_vector_env: bool = False  # atari: step each group's games in ale-py's C++ threads.
     max_env_failures: int = 10  # Episodes an actor's simulators may fail (raise) before it does.
     max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
     eval_every: int = 5_000  # Actor steps between evaluations.
@@ -40,6 +42,9 @@ class ProgramConfig:
         require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
         require(self.num_envs_per_actor >= 1, "num_envs_per_actor", ">= 1",
                 self.num_envs_per_actor)
+        require(self.env_groups >= 1 and self.num_envs_per_actor % self.env_groups == 0,
+                "env_groups", f"a divisor of num_envs_per_actor ({self.num_envs_per_actor})",
+                self.env_groups)
         require(self.max_env_failures >= 0, "max_env_failures", ">= 0", self.max_env_failures)
         require(self.max_actor_steps >= 1, "max_actor_steps", ">= 1", self.max_actor_steps)
         require(self.eval_every >= 1, "eval_every", ">= 1", self.eval_every)
@@ -59,12 +64,15 @@ def make_agent_program(
     start_time: float | None = None,
     name: str = "agent",
     initial_counts: dict | None = None,
+    batched_environment_factory: Callable[[list, bool], Any] | None = None,
 ) -> Program:
     """Builds the program graph of an agent.
 
     `environment_factory(seed=..., evaluation=...)` makes one environment;
     `spec` is its spec (read once by the caller, which also checks that the
-    builder's networks fit it). `initial_counts` resumes the counter (a
+    builder's networks fit it). `batched_environment_factory(seeds,
+    evaluation)`, if given, makes each actor's groups of environments at once
+    (ale-py's vector environment). `initial_counts` resumes the counter (a
     resumed run continues its step budget and counts from there).
     """
     start_time = time.time() if start_time is None else start_time
@@ -87,7 +95,8 @@ def make_agent_program(
             f"actor_{i}", "actor", nodes.ActorNode, builder, environment_factory, spec, i,
             config.num_actors, config.num_envs_per_actor, replay, learner, counter,
             config.max_actor_steps, logdir, start_time, config.seed, config.print_every_s,
-            config.max_env_failures, ends_program=True,
+            config.max_env_failures, config.env_groups, batched_environment_factory,
+            ends_program=True,
         )
     if config.eval_episodes > 0:
         program.add_node(

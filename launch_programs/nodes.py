@@ -7,6 +7,7 @@ runs the same whether they live in this process or another one.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -113,6 +114,17 @@ class LearnerNode:
         self._stop.set()
 
 
+# (seeds, evaluation) -> a batched environment with one environment per seed.
+BatchedEnvironmentFactory = Callable[[list, bool], Any]
+
+
+def _python_environments(environment_factory: EnvironmentFactory, seeds: list, evaluation: bool,
+                         **kwargs) -> BatchedEnvironment:
+    """One Python environment per seed, stepped one after the other."""
+    return BatchedEnvironment(
+        [environment_factory(seed=s, evaluation=evaluation) for s in seeds], **kwargs)
+
+
 class ActorNode:
     """Runs a batched actor over K environments until the step budget is spent."""
 
@@ -133,7 +145,11 @@ class ActorNode:
         seed: int,
         print_every_s: float = 5.0,
         max_env_failures: int = 10,
+        env_groups: int = 1,
+        batched_environment_factory: BatchedEnvironmentFactory | None = None,
     ):
+        if env_groups < 1 or num_envs % env_groups:
+            raise ValueError(f"{num_envs} environments do not split into {env_groups} groups")
         networks = builder.make_networks(spec)
         # The loop counts at every episode end; batching the calls keeps a
         # counter in another process from costing a round trip per episode.
@@ -144,14 +160,22 @@ class ActorNode:
         self._adders = adders
         policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id,
                                      actor_id=actor_id, num_actors=num_actors)
-        self._actor = builder.make_actor(policy, networks, adders, variable_source)
+        # With alternating groups each group has its own actor (adders, recurrent
+        # states) over the same networks and policy; the first one's variable
+        # client updates the networks for all.
+        size = num_envs // env_groups
+        actors = [builder.make_actor(policy, networks, adders[g * size:(g + 1) * size],
+                                     variable_source if g == 0 else None)
+                  for g in range(env_groups)]
+        self._actors = actors
         base_seed = seed * 100_003 + actor_id * num_envs
-        environment = BatchedEnvironment.from_factory(
-            lambda i: environment_factory(seed=base_seed + i, evaluation=False), num_envs,
-            max_failures=max_env_failures, on_failure=self._environment_failed,
-        )
+        make_group = batched_environment_factory or functools.partial(
+            _python_environments, environment_factory, max_failures=max_env_failures,
+            on_failure=self._environment_failed)
+        environments = [make_group([base_seed + g * size + i for i in range(size)], False)
+                        for g in range(env_groups)]
         self._loop = BatchedEnvironmentLoop(
-            environment, self._actor, counter=self._actor_counter,
+            environments, actors, counter=self._actor_counter,
             logger=make_logger("actor", logdir, start_time,
                                print_every_s if actor_id == 0 else 0, ACTOR_KEYS,
                                step_key="actor_steps"),
@@ -180,10 +204,11 @@ class ActorNode:
         try:
             if self._budget_spent(self._counter.get_counts()):
                 return
-            self._actor.update(wait=True)
+            self._actors[0].update(wait=True)
             self._loop.run()
         finally:
-            self._actor.close()  # Flushes every adder: the last items reach replay.
+            for actor in self._actors:
+                actor.close()  # Flushes every adder: the last items reach replay.
             self._actor_counter.flush()
 
     def stop(self) -> None:

@@ -149,6 +149,26 @@ def _environment_factory(name: str, seed: int, evaluation: bool,
                             observation_indices=observation_indices)
 
 
+def _vector_environments(name: str, seeds: list, evaluation: bool):
+    from components.environments import make_vector_environment
+
+    return make_vector_environment(name, seeds, evaluation)
+
+
+def batched_environment_factory(run: RunSpec):
+    """With --atari_vector_env, each actor group's games in one native vector environment."""
+    from components.environments import UnknownEnvironmentError
+
+    if not run.program_config.atari_vector_env:
+        return None
+    factory = functools.partial(_vector_environments, run.env)
+    try:
+        factory([0], False).close()  # An unknown game or a non-Atari env fails here.
+    except UnknownEnvironmentError as e:
+        raise UsageError(str(e)) from None
+    return factory
+
+
 def prepare(run: RunSpec):
     """Makes one environment and the networks once: a mismatch fails here, before launch."""
     from agentkit.config import ConfigError
@@ -238,6 +258,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         if run is None:
             return 0
         builder, factory, spec = prepare(run)
+        batched_factory = batched_environment_factory(run)
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -263,7 +284,8 @@ def _main(argv: list[str], signals: StopSignals) -> int:
               f"{int(initial_counts.get('learner_steps', 0))}", flush=True)
     start = time.time()
     program = make_agent_program(builder, factory, spec, run.program_config, run.logdir, start,
-                                 name=run.agent, initial_counts=initial_counts)
+                                 name=run.agent, initial_counts=initial_counts,
+                                 batched_environment_factory=batched_factory)
     if run.launch == "ray":
         launcher = RayLauncher(program, run.ray_config)
     else:

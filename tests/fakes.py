@@ -6,6 +6,8 @@ without a simulator uses them.
 
 from __future__ import annotations
 
+import time
+
 import dm_env
 import numpy as np
 from dm_env import specs
@@ -16,7 +18,8 @@ class FakeEnvironment(dm_env.Environment):
 
     `rewards` and `discounts`, if given, script the values of each step
     (reward of step k is rewards[k-1]); the last step terminates (discount 0)
-    unless `truncate` is set.
+    unless `truncate` is set. `step_delay_s` makes each step take that long
+    (sleeping, like a simulator's native code that releases the GIL).
     """
 
     def __init__(
@@ -27,8 +30,10 @@ class FakeEnvironment(dm_env.Environment):
         rewards=None,
         truncate: bool = False,
         seed: int = 0,
+        step_delay_s: float = 0.0,
     ):
         self._observation_spec = observation_spec
+        self._step_delay_s = step_delay_s
         self._action_spec = action_spec
         self._episode_length = episode_length
         self._rewards = rewards
@@ -50,6 +55,8 @@ class FakeEnvironment(dm_env.Environment):
         return dm_env.restart(self._observation())
 
     def step(self, action) -> dm_env.TimeStep:
+        if self._step_delay_s:
+            time.sleep(self._step_delay_s)
         self.actions.append(action)
         self._step += 1
         reward = np.float32(self._rewards[self._step - 1] if self._rewards is not None else 0.0)

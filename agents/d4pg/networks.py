@@ -14,9 +14,9 @@ from components.networks import DeterministicPolicy, DistributionalCritic
 def make_networks(spec: EnvironmentSpec, config: D4PGConfig) -> dict[str, snt.Module]:
     """The policy and critic, with variables created by a dummy batch."""
     action_spec = bounded_continuous_actions(spec)
-    policy = DeterministicPolicy(action_spec, config.policy_hidden_sizes)
+    policy = DeterministicPolicy(action_spec, config.policy_hidden_sizes, config.layer_norm)
     critic = DistributionalCritic(config.critic_hidden_sizes, config.v_min, config.v_max,
-                                  config.num_atoms)
+                                  config.num_atoms, config.layer_norm)
     dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
                                spec.observations)
     critic(dummy, policy(dummy))

@@ -6,6 +6,7 @@ from components.environments.registry import (
     ENVIRONMENT_KINDS,
     UnknownEnvironmentError,
     make_environment,
+    make_vector_environment,
 )
 from components.environments.wrappers import SinglePrecisionWrapper
 
@@ -17,4 +18,5 @@ __all__ = [
     "SinglePrecisionWrapper",
     "UnknownEnvironmentError",
     "make_environment",
+    "make_vector_environment",
 ]

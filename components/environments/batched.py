@@ -8,11 +8,16 @@ has a leading K axis, so one policy call serves all K environments.
 A simulator that raises during a step is reset and its episode counted as
 failed (it returns FIRST, so adders write the cut-short episode as
 truncated); past `max_failures` failures the error is raised, named.
+
+`step_async(actions)` / `step_wait()` run the same step in a worker thread,
+so that the caller can compute another group's actions meanwhile (the
+simulators' native code and TensorFlow both release the GIL).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent import futures
 
 import dm_env
 import numpy as np
@@ -47,6 +52,8 @@ class BatchedEnvironment:
         self._last = np.zeros(len(self._envs), dtype=bool)
         self._max_failures = max_failures
         self._on_failure = on_failure
+        self._worker: futures.ThreadPoolExecutor | None = None
+        self._pending: futures.Future | None = None
         self.failed_episodes = 0
 
     @classmethod
@@ -75,6 +82,20 @@ class BatchedEnvironment:
             self._last[i] = timestep.last()
             timesteps.append(timestep)
         return _stack(timesteps)
+
+    def step_async(self, actions) -> None:
+        """Starts `step(actions)` in a worker thread; `step_wait` returns its timestep."""
+        if self._pending is not None:
+            raise RuntimeError("step_async called twice without step_wait")
+        if self._worker is None:
+            self._worker = futures.ThreadPoolExecutor(1, thread_name_prefix="environments")
+        self._pending = self._worker.submit(self.step, actions)
+
+    def step_wait(self) -> dm_env.TimeStep:
+        if self._pending is None:
+            raise RuntimeError("step_wait called without step_async")
+        pending, self._pending = self._pending, None
+        return pending.result()  # Re-raises what the step raised (EnvironmentFailure).
 
     def _recover(self, i: int, error: Exception) -> dm_env.TimeStep:
         """Counts the failure and resets environment i, or raises past the limit."""
@@ -105,5 +126,10 @@ class BatchedEnvironment:
         return self._envs[0].discount_spec()
 
     def close(self) -> None:
+        if self._pending is not None:
+            self._pending.exception()  # Let the step in flight finish first.
+            self._pending = None
+        if self._worker is not None:
+            self._worker.shutdown()
         for env in self._envs:
             env.close()

@@ -104,3 +104,21 @@ def make_environment(
         except ValueError as e:
             raise UnknownEnvironmentError(f"--observation_indices: {e}") from None
     return environment
+
+
+def make_vector_environment(name: str, seeds: Sequence[int], evaluation: bool = False):
+    """len(seeds) games stepped in native threads (`atari:<Game>` only), one batched environment.
+
+    The games are seeded seeds[0], seeds[0] + 1, ...: ale-py seeds its games
+    from one number.
+    """
+    kind, _, game = name.partition(":")
+    if kind != "atari" or not game:
+        raise UnknownEnvironmentError(
+            f"--atari_vector_env: only for atari:<Game> environments, got '{name}'")
+    from components.environments.atari_vector import AtariVectorEnvironment
+
+    try:
+        return AtariVectorEnvironment(game, len(seeds), seed=int(seeds[0]), evaluation=evaluation)
+    except Exception as e:  # noqa: BLE001  (ale-py raises a bare error for an unknown ROM)
+        raise UnknownEnvironmentError(f"--env: ale-py has no game '{game}' ({e})") from e

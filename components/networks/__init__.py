@@ -4,11 +4,13 @@ from components.networks.atari import AtariTorso
 from components.networks.deterministic_policy import DeterministicPolicy
 from components.networks.distributional import DistributionalCritic
 from components.networks.dueling import DuelingHead
+from components.networks.layer_norm_mlp import LayerNormMLP
 from components.networks.mlp import MLPTorso
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentNetwork, RecurrentPolicyValue, RecurrentQNetwork
 from components.networks.torso import make_torso
 
-__all__ = ["AtariTorso", "DeterministicPolicy", "DistributionalCritic", "DuelingHead", "MLPTorso",
+__all__ = ["AtariTorso", "DeterministicPolicy", "DistributionalCritic", "DuelingHead", "LayerNormMLP",
+           "MLPTorso",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
            "make_torso"]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import dm_env
 import numpy as np
+import pytest
 
 from agentkit import core
 from agentkit.counting import Counter
 from agentkit.environment_loop import BatchedEnvironmentLoop, EnvironmentLoop
 from agentkit.loggers import Logger
-from components.environments import BatchedEnvironment
+from components.environments import BatchedEnvironment, EnvironmentFailure
 from tests import fakes
 
 
@@ -99,3 +102,85 @@ def test_batched_environment_resets_a_finished_slot_on_the_next_step():
     assert list(ts.step_type) == [dm_env.StepType.FIRST, dm_env.StepType.MID]
     assert ts.observation.shape == (2, 4)
     assert envs[0].num_resets == 2 and len(envs[0].actions) == 1
+
+
+class SlowRecordingActor(CountingActor):
+    """Takes `delay_s` per action (a network call) and records each slot's stream."""
+
+    def __init__(self, batch: int, delay_s: float = 0.0):
+        super().__init__(batch)
+        self.delay_s = delay_s
+        self.streams: list[list] = [[] for _ in range(batch)]
+
+    def select_action(self, observation):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return super().select_action(observation)
+
+    def observe_first(self, timestep):
+        super().observe_first(timestep)
+        for i in range(self.batch):
+            self.streams[i].append(("first", timestep.observation[i].tolist()))
+
+    def observe(self, action, next_timestep):
+        super().observe(action, next_timestep)
+        for i in range(self.batch):
+            self.streams[i].append((int(next_timestep.step_type[i]),
+                                    next_timestep.observation[i].tolist()))
+
+
+def _groups(lengths, delay_s=0.0):
+    envs = [[fakes.discrete_environment(episode_length=n, rewards=[1.0] * n, seed=10 * g + i,
+                                        step_delay_s=delay_s)
+             for i, n in enumerate(group)] for g, group in enumerate(lengths)]
+    return envs, [BatchedEnvironment(group) for group in envs]
+
+
+def test_alternating_groups_keep_each_stream_and_count_every_step():
+    lengths = [[2, 3], [4, 5]]
+    _, solo = _groups(lengths)  # The same environments, one group at a time.
+    envs, batched = _groups(lengths)
+    actors = [SlowRecordingActor(2), SlowRecordingActor(2)]
+    counter, logger = Counter(prefix="actor"), RecordingLogger()
+    loop = BatchedEnvironmentLoop(batched, actors, counter=counter, logger=logger)
+    loop.run(num_steps=200)
+    # Each group was stepped as often as the other (round robin), give or take one step.
+    assert abs(actors[0].observes - actors[1].observes) <= 1
+    assert actors[0].firsts == actors[1].firsts == 1
+    assert counter.get("steps") == loop.steps >= 200
+    # Every slot saw exactly the stream its environment alone produces.
+    for g, group in enumerate(lengths):
+        reference = SlowRecordingActor(2)
+        BatchedEnvironmentLoop(solo[g], reference).run(num_steps=10_000)
+        for i in range(2):
+            stream = actors[g].streams[i]
+            assert stream == reference.streams[i][:len(stream)]
+    assert sorted({r["episode_return"] for r in logger.rows}) == [2.0, 3.0, 4.0, 5.0]
+    assert all(a == 1 for group in envs for env in group for a in env.actions)
+
+
+def test_alternating_groups_overlap_simulation_and_inference():
+    """Sequentially a step costs simulation + inference; alternating, about the larger one."""
+    delay = 0.02
+    _, one = _groups([[1000] * 4], delay_s=delay / 4)  # 4 simulators: `delay` per batch.
+    start = time.perf_counter()
+    BatchedEnvironmentLoop(one[0], SlowRecordingActor(4, delay)).run(num_steps=4 * 40)
+    sequential = time.perf_counter() - start
+    _, two = _groups([[1000] * 2] * 2, delay_s=delay / 4)  # Two groups of 2: delay/2 each.
+    start = time.perf_counter()
+    BatchedEnvironmentLoop(two, [SlowRecordingActor(2, delay / 2), SlowRecordingActor(2, delay / 2)]
+                           ).run(num_steps=4 * 40)
+    alternating = time.perf_counter() - start
+    assert sequential >= 40 * 2 * delay
+    assert alternating < 0.7 * sequential, (alternating, sequential)
+
+
+def test_an_environment_failure_in_a_group_is_raised_after_the_other_group_finishes():
+    flaky = BatchedEnvironment([fakes.FlakyEnvironment(
+        fakes.discrete_environment(episode_length=100), fail_at_steps=(3,))], max_failures=0)
+    fine = BatchedEnvironment([fakes.discrete_environment(episode_length=100)])
+    loop = BatchedEnvironmentLoop([flaky, fine], [CountingActor(1), CountingActor(1)])
+    with pytest.raises(EnvironmentFailure):
+        loop.run(num_steps=50)
+    flaky.close()
+    fine.close()

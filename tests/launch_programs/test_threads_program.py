@@ -22,8 +22,10 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
         samples_per_insert=4.0, n_step=1, discount=0.9, epsilon_decay_steps=1000,
         learning_rate=3e-3, target_update_period=50, variable_update_period=50,
     )
-    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=5000,
-                                   eval_every=1000, eval_episodes=10, print_every_s=0)
+    # Alternating groups: each actor steps one environment while it infers for the other.
+    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, env_groups=2,
+                                   max_actor_steps=5000, eval_every=1000, eval_episodes=10,
+                                   print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign(0, False))
     logdir = str(tmp_path)
     program = make_agent_program(DQNBuilder(config), fakes.match_the_sign, spec, program_config, logdir)
@@ -97,9 +99,10 @@ def _small_dqn():
                      samples_per_insert=2.0, n_step=2, variable_update_period=50)
 
 
-def test_crashing_simulators_are_reset_counted_and_lose_no_transition(tmp_path):
+@pytest.mark.parametrize("env_groups", [1, 2])
+def test_crashing_simulators_are_reset_counted_and_lose_no_transition(tmp_path, env_groups):
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=2000,
-                                   eval_episodes=0, print_every_s=0)
+                                   eval_episodes=0, print_every_s=0, env_groups=env_groups)
     spec = make_environment_spec(fakes.match_the_sign())
     result = launch_threads(make_agent_program(
         DQNBuilder(_small_dqn()), fakes.flaky_match_the_sign, spec, program_config, str(tmp_path)))

@@ -44,3 +44,37 @@ def test_zero_failures_allowed_raises_at_once():
     with pytest.raises(EnvironmentFailure, match="limit 0"):
         env.step(np.zeros(1, np.int32))
     assert env.failed_episodes == 1
+
+
+def test_step_async_runs_the_step_in_a_worker_and_step_wait_returns_it():
+    def make():
+        return BatchedEnvironment([fakes.discrete_environment(episode_length=3, seed=s)
+                                   for s in (1, 2)])
+
+    a, b = make(), make()
+    a.reset()
+    b.reset()
+    for _ in range(7):
+        a.step_async(np.ones(2, np.int32))
+        got, want = a.step_wait(), b.step(np.ones(2, np.int32))
+        assert got.step_type.tolist() == want.step_type.tolist()
+        np.testing.assert_array_equal(got.observation, want.observation)
+    a.step_async(np.ones(2, np.int32))
+    with pytest.raises(RuntimeError, match="twice"):
+        a.step_async(np.ones(2, np.int32))
+    a.step_wait()
+    with pytest.raises(RuntimeError, match="without step_async"):
+        a.step_wait()
+    a.close()
+
+
+def test_a_failure_in_an_async_step_is_raised_by_step_wait():
+    flaky = fakes.FlakyEnvironment(fakes.discrete_environment(episode_length=10), (2,))
+    env = BatchedEnvironment([flaky], max_failures=0)
+    env.reset()
+    env.step_async(np.zeros(1, np.int32))
+    env.step_wait()
+    env.step_async(np.zeros(1, np.int32))
+    with pytest.raises(EnvironmentFailure, match="simulator crashed at step 2"):
+        env.step_wait()
+    env.close()

@@ -1,0 +1,328 @@
+"""Replay throughput and memory: the project's adders and dataset vs bare Reverb, on Pong frames.
+
+A Reverb server runs in a process of its own (as the `replay` node does),
+with the tables of `DQNConfig.atari()` (n-step transitions) and
+`R2D2Config.atari()` (sequences of 80 steps, period 40, with a 512-unit LSTM
+state), without rate limiters. In one run:
+
+1. memory: 100,000 real Pong transitions (ale-py's vector environment, random
+   actions, 16 games) go through the project's n-step adder; the server's
+   resident memory before and after gives bytes per stored transition,
+   extrapolated to the 1,000,000 that DQN on Atari keeps. The adder writes
+   each step's frame stack once and lets items reference it; copying stacks
+   into every item would hold two 84x84x4 stacks per transition (56 GB per
+   million, before compression).
+2. inserts/s: a recorded stream of real frames is written (a) through the
+   project's `NStepTransitionAdder` and (b) through a bare trajectory writer
+   creating one-step transition items; the same for sequences through (c)
+   `SequenceAdder` and (d) a bare writer creating an item every 40 steps.
+3. samples/s: batches of 32 transitions through (e) the project's dataset
+   iterator (`make_batch_iterator`, prefetched) and (f) a bare
+   `reverb.TrajectoryDataset` batched by tf.data, from the filled table.
+
+Prints one line per figure and writes bench/results/replay.json.
+
+    python bench/replay.py --transitions=100000 --window_s=10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import dm_env  # noqa: E402
+import numpy as np  # noqa: E402
+import reverb  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from agentkit.specs import make_environment_spec  # noqa: E402
+from agentkit.types import Transition  # noqa: E402
+from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
+from agents.r2d2 import R2D2Builder, R2D2Config  # noqa: E402
+from components.environments import make_environment, make_vector_environment  # noqa: E402
+
+GAME = "atari:Pong"
+STACK_BYTES = 84 * 84 * 4
+
+
+class SequenceBuilder(R2D2Builder):
+    """R2D2's builder with a table name of its own, beside DQN's in one server."""
+
+    table_name = "sequence_table"
+
+
+def builders() -> tuple[DQNBuilder, R2D2Builder]:
+    """The Atari configs, with no rate limit (samples_per_insert 0) and priorities of 1."""
+    dqn = DQNBuilder(DQNConfig.atari(samples_per_insert=0.0, min_replay_size=64,
+                                     actor_priorities=False))
+    r2d2 = SequenceBuilder(R2D2Config.atari(samples_per_insert=0.0, min_replay_size=64,
+                                        max_replay_size=20_000))
+    return dqn, r2d2
+
+
+def serve() -> None:
+    """The server process: both tables, the port on stdout, alive until stdin closes."""
+    from components.replay import ReplayServer
+
+    spec = make_environment_spec(make_environment(GAME, seed=0))
+    dqn, r2d2 = builders()
+    server = ReplayServer(dqn.make_replay_tables(spec) + r2d2.make_replay_tables(spec))
+    print(server.port, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+def resident_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def table_size(client: reverb.Client, table: str) -> int:
+    return client.server_info()[table].current_size
+
+
+def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> float:
+    """Writes `count` real transitions through one adder per game; returns steps/s."""
+    num_envs = 16
+    env = make_vector_environment(GAME, list(range(num_envs)))
+    adders = [builder.make_adder(client) for _ in range(num_envs)]
+    rng = np.random.default_rng(0)
+    timestep = env.reset()
+    for i, adder in enumerate(adders):
+        adder.add_first(_slot(timestep, i))
+    written, start = 0, time.perf_counter()
+    while written < count:
+        actions = rng.integers(0, 6, num_envs)
+        timestep = env.step(actions)
+        for i, adder in enumerate(adders):
+            slot = _slot(timestep, i)
+            if slot.first():
+                adder.add_first(slot)
+            else:
+                adder.add(np.int32(actions[i]), slot)
+                written += 1
+    elapsed = time.perf_counter() - start
+    for adder in adders:
+        adder.close()
+    env.close()
+    return written / elapsed
+
+
+def _slot(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
+    step_type = dm_env.StepType(int(timestep.step_type[i]))
+    first = step_type == dm_env.StepType.FIRST
+    return dm_env.TimeStep(step_type, None if first else timestep.reward[i],
+                           None if first else timestep.discount[i], timestep.observation[i])
+
+
+def record_frames(num_steps: int) -> np.ndarray:
+    env = make_environment(GAME, seed=1)
+    frames = [env.reset().observation]
+    rng = np.random.default_rng(1)
+    while len(frames) < num_steps:
+        timestep = env.step(np.int32(rng.integers(0, 6)))
+        frames.append(timestep.observation if not timestep.last() else env.reset().observation)
+    env.close()
+    return np.stack(frames)
+
+
+def timed(window_s: float, body) -> float:
+    """Calls body() (which returns how many units it did) until the window is over; units/s."""
+    units, start = 0, time.perf_counter()
+    while time.perf_counter() - start < window_s:
+        units += body()
+    return units / (time.perf_counter() - start)
+
+
+class StreamFeeder:
+    """Feeds episodes of `episode_length` recorded frames to something with add_first/add."""
+
+    def __init__(self, frames: np.ndarray, episode_length: int = 400):
+        self._frames = frames
+        self._episode_length = episode_length
+        self._cursor = 0
+
+    def episode(self):
+        """Yields (action, timestep) pairs; the first has action None."""
+        n = len(self._frames)
+        yield None, dm_env.restart(self._frames[self._cursor % n])
+        for t in range(self._episode_length):
+            self._cursor += 1
+            frame = self._frames[self._cursor % n]
+            last = t == self._episode_length - 1
+            step = dm_env.truncation if last else dm_env.transition
+            yield np.int32(t % 6), step(np.float32(t % 3 - 1), frame)
+
+
+def adder_episode(feeder: StreamFeeder, adder, extras=None) -> int:
+    steps = 0
+    for action, timestep in feeder.episode():
+        if action is None:
+            adder.add_first(timestep)
+        elif extras is None:
+            adder.add(action, timestep)
+            steps += 1
+        else:
+            adder.add(action, timestep, extras)
+            steps += 1
+    return steps
+
+
+def bare_transition_episode(feeder: StreamFeeder, writer, table: str) -> int:
+    """One item per step: (o_tm1, a_tm1, r_t, d_t, o_t) referencing two appended steps."""
+    steps = 0
+    for action, timestep in feeder.episode():
+        if action is None:
+            writer.append({"observation": timestep.observation}, partial_step=True)
+            continue
+        writer.append({"action": action, "reward": np.float32(timestep.reward),
+                       "discount": np.float32(timestep.discount)})
+        writer.append({"observation": timestep.observation}, partial_step=True)
+        h = writer.history
+        writer.create_item(table, 1.0, Transition(
+            observation=h["observation"][-2], action=h["action"][-2], reward=h["reward"][-2],
+            discount=h["discount"][-2], next_observation=h["observation"][-1]))
+        writer.flush(8)
+        steps += 1
+    writer.append({"action": np.int32(0), "reward": np.float32(0), "discount": np.float32(0)})
+    writer.end_episode(clear_buffers=True)
+    return steps
+
+
+def bare_sequence_episode(feeder: StreamFeeder, writer, table: str, length: int, period: int,
+                          state) -> int:
+    """An item of the last `length` steps every `period` steps."""
+    steps = 0
+    for action, timestep in feeder.episode():
+        if action is None:
+            continue
+        writer.append({"observation": timestep.observation, "action": action,
+                       "reward": np.float32(timestep.reward),
+                       "discount": np.float32(timestep.discount),
+                       "extras": {"core_state": state}, "mask": np.float32(1)})
+        steps += 1
+        if steps >= length and (steps - length) % period == 0:
+            h = writer.history
+            writer.create_item(table, 1.0, {k: _tail(h[k], length) for k in
+                                            ("observation", "action", "reward", "discount",
+                                             "extras", "mask")})
+            writer.flush(8)
+    writer.end_episode(clear_buffers=True)
+    return steps
+
+
+def _tail(column, length: int):
+    return tf.nest.map_structure(lambda c: c[-length:], column)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transitions", type=int, default=100_000)
+    parser.add_argument("--window_s", type=float, default=10.0)
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "replay.json"))
+    args = parser.parse_args(argv)
+
+    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        port = int(server.stdout.readline())
+        address = f"localhost:{port}"
+        client = reverb.Client(address)
+        dqn, r2d2 = builders()
+        table = dqn.table_name
+        report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "game": GAME}
+
+        time.sleep(1.0)
+        before = resident_bytes(server.pid)
+        fill_rate = fill_with_pong(client, dqn, args.transitions)
+        time.sleep(2.0)  # Let the last chunks land.
+        after = resident_bytes(server.pid)
+        stored = table_size(client, table)
+        per = (after - before) / stored
+        report["memory"] = {
+            "transitions": stored, "server_rss_before_mb": round(before / 2**20, 1),
+            "server_rss_after_mb": round(after / 2**20, 1),
+            "bytes_per_transition": round(per), "fill_steps_per_s": round(fill_rate, 1),
+            "gb_per_million": round((before + per * 1e6) / 1e9, 2),
+            "gb_per_million_if_stacks_copied_uncompressed": round(2 * STACK_BYTES * 1e6 / 1e9, 1),
+        }
+        print(f"[replay] memory: {stored} Pong transitions: {per:,.0f} bytes each -> "
+              f"{report['memory']['gb_per_million']} GB per million (server RSS "
+              f"{before / 2**20:.0f} -> {after / 2**20:.0f} MB)", flush=True)
+
+        frames = record_frames(2_000)
+        feeder = StreamFeeder(frames)
+        rates = {}
+        adder = dqn.make_adder(client)
+        rates["nstep_adder_steps_per_s"] = timed(args.window_s, lambda: adder_episode(feeder, adder))
+        adder.close()
+        writer = client.trajectory_writer(num_keep_alive_refs=2)
+        rates["bare_transition_writer_steps_per_s"] = timed(
+            args.window_s, lambda: bare_transition_episode(feeder, writer, table))
+        writer.close()
+        c = r2d2.config
+        state = (np.zeros(c.lstm_size, np.float32), np.zeros(c.lstm_size, np.float32))
+        seq_adder = r2d2.make_adder(client)
+        rates["sequence_adder_steps_per_s"] = timed(
+            args.window_s, lambda: adder_episode(feeder, seq_adder, {"core_state": state}))
+        seq_adder.close()
+        writer = client.trajectory_writer(num_keep_alive_refs=c.sequence_length)
+        rates["bare_sequence_writer_steps_per_s"] = timed(
+            args.window_s, lambda: bare_sequence_episode(feeder, writer, r2d2.table_name,
+                                                         c.sequence_length, c.period, state))
+        writer.close()
+
+        batch = 32
+        iterator = dqn.make_dataset_iterator(address)
+        bare = iter(reverb.TrajectoryDataset.from_table_signature(
+            address, table, max_in_flight_samples_per_worker=2 * batch).batch(batch).prefetch(4))
+        for it in (iterator, bare):
+            for _ in range(20):
+                next(it)
+        rates["dataset_samples_per_s"] = timed(args.window_s, lambda: next(iterator) and batch)
+        rates["bare_dataset_samples_per_s"] = timed(args.window_s, lambda: next(bare) and batch)
+
+        report["rates"] = {k: round(v, 1) for k, v in rates.items()}
+        report["ratios"] = {
+            "nstep_adder_vs_bare": round(rates["nstep_adder_steps_per_s"]
+                                         / rates["bare_transition_writer_steps_per_s"], 3),
+            "sequence_adder_vs_bare": round(rates["sequence_adder_steps_per_s"]
+                                            / rates["bare_sequence_writer_steps_per_s"], 3),
+            "dataset_vs_bare": round(rates["dataset_samples_per_s"]
+                                     / rates["bare_dataset_samples_per_s"], 3),
+        }
+        r = report["ratios"]
+        print(f"[replay] inserts: n-step adder {rates['nstep_adder_steps_per_s']:,.0f}/s vs bare "
+              f"{rates['bare_transition_writer_steps_per_s']:,.0f}/s ({r['nstep_adder_vs_bare']:.0%})"
+              f"; sequence adder {rates['sequence_adder_steps_per_s']:,.0f} steps/s vs bare "
+              f"{rates['bare_sequence_writer_steps_per_s']:,.0f} ({r['sequence_adder_vs_bare']:.0%})",
+              flush=True)
+        print(f"[replay] samples: dataset {rates['dataset_samples_per_s']:,.0f}/s vs bare "
+              f"{rates['bare_dataset_samples_per_s']:,.0f}/s ({r['dataset_vs_bare']:.0%})",
+              flush=True)
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+        print(f"[replay] wrote {args.out}")
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+    return 0
+
+
+if __name__ == "__main__":
+    if "--serve" in sys.argv:
+        serve()
+    else:
+        sys.exit(main())
