@@ -149,7 +149,7 @@ def test_alternating_groups_keep_each_stream_and_count_every_step():
     assert actors[0].firsts == actors[1].firsts == 1
     assert counter.get("steps") == loop.steps >= 200
     # Every slot saw exactly the stream its environment alone produces.
-    for g, group in enumerate(lengths):
+    for g in range(len(lengths)):
         reference = SlowRecordingActor(2)
         BatchedEnvironmentLoop(solo[g], reference).run(num_steps=10_000)
         for i in range(2):

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from agentkit.specs import make_environment_spec
-from components.environments import UnknownEnvironmentError, make_environment
-from components.environments import make_vector_environment
+from components.environments import UnknownEnvironmentError, make_environment, make_vector_environment
 from components.environments.atari_vector import AtariVectorEnvironment, _rom_name
 
 FIRST, MID, LAST = dm_env.StepType.FIRST, dm_env.StepType.MID, dm_env.StepType.LAST
