@@ -32,6 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from agentkit.environment_loop import BatchedEnvironmentLoop  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
@@ -41,6 +42,7 @@ from components.environments import (  # noqa: E402
     make_environment,
     make_vector_environment,
 )
+from launch_programs.devices import configure_tensorflow  # noqa: E402
 
 GAME = "atari:Pong"
 
@@ -118,11 +120,14 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "results", "acting.json"))
     args = parser.parse_args(argv)
+    configure_tensorflow()  # GPU memory growth where there is a GPU.
+    device = ", ".join(d.name for d in tf.config.list_physical_devices("GPU")) or "cpu"
     config = DQNConfig.atari()
     builder = DQNBuilder(config)
     spec = make_environment_spec(make_environment(GAME, seed=0))
     networks = builder.make_networks(spec)
-    report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "game": GAME,
+    report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "device": device,
+              "game": GAME,
               "network": "Nature CNN + dueling head (DQNConfig.atari())",
               "window_s": args.window_s, "results": []}
     for backend in args.backends.split(","):

@@ -31,6 +31,7 @@ import tensorflow as tf  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from components.replay import ReplayServer  # noqa: E402
+from launch_programs.devices import configure_tensorflow  # noqa: E402
 from tests import fakes  # noqa: E402
 
 
@@ -110,6 +111,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "learner.json"))
     args = parser.parse_args(argv)
+    configure_tensorflow()  # GPU memory growth where there is a GPU.
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s)

@@ -82,6 +82,10 @@ def main(argv=None) -> int:
         print(f"[time_to_solve] {agent} on {TASKS[agent][0]} to {TASKS[agent][1]}: "
               f"{len(solved)}/{len(runs)} solved, median {median}", flush=True)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    if os.path.exists(args.out):  # Agents not run this time keep their last figures.
+        with open(args.out) as f:
+            previous = json.load(f).get("agents", {})
+        report["agents"] = {**previous, **report["agents"]}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
     return 0

@@ -26,6 +26,7 @@ from typing import Any
 
 from agentkit.config import require
 from agentkit.core import ADVERTISE_HOST_ENV
+from launch_programs.devices import configure_tensorflow
 from launch_programs.program import LaunchResult, NodeError, Program, shutdown_despite_interrupts
 
 
@@ -91,7 +92,7 @@ class NodeProcess:
         self._name = name
         if on_cluster:
             os.environ[ADVERTISE_HOST_ENV] = ray.util.get_node_ip_address()
-        _configure_tensorflow(tf_threads)
+        configure_tensorflow(tf_threads)
         self._object = constructor(*args, **kwargs)
 
     def __repr__(self) -> str:  # Ray prefixes the node's output with this.
@@ -150,22 +151,6 @@ def _loopback_only(ray) -> None:
     """
     os.environ[LOOPBACK_ENV] = "0"
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
-
-
-def _configure_tensorflow(threads: int) -> None:
-    """Before the node's first op: its thread budget and GPU memory growth.
-
-    An actor reserving one CPU runs its small batched forward passes fastest
-    on one thread and then leaves the other cores to the other processes.
-    TensorFlow takes all GPU memory by default; nodes sharing a GPU must not.
-    """
-    import tensorflow as tf
-
-    if threads > 0:
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    for gpu in tf.config.list_physical_devices("GPU"):
-        tf.config.experimental.set_memory_growth(gpu, True)
 
 
 class RayLauncher:

@@ -257,6 +257,9 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         run = parse(argv)
         if run is None:
             return 0
+        from launch_programs.devices import configure_tensorflow
+
+        configure_tensorflow()  # GPU memory growth, before prepare() runs the first op.
         builder, factory, spec = prepare(run)
         batched_factory = batched_environment_factory(run)
     except (UsageError, ValueError) as e:

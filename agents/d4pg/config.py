@@ -23,7 +23,7 @@ class D4PGConfig:
     # Networks.
     policy_hidden_sizes: tuple[int, ...] = (256, 256)  # Policy MLP layers.
     critic_hidden_sizes: tuple[int, ...] = (256, 256)  # Critic MLP layers (on [o, a]).
-    layer_norm: bool = False  # LayerNormMLP torsos (Acme's), near-zero policy output layer.
+    layer_norm: bool = True  # LayerNormMLP torsos (Acme's), near-zero policy output layer.
 
     # Optimisation.
     batch_size: int = 256  # Transitions per learner step.
