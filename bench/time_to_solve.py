@@ -1,13 +1,15 @@
 """Wall-clock seconds and actor steps for each agent to reach its target return, 3 seeds.
 
 Runs the command line (threads launcher, default configs, 2 actors x 4
-environments) for each agent and seed, one run at a time, and reads
+environments; DQN with 8, see TASKS) for each agent and seed, one run at a
+time, and reads
 `first_reached` from its summary.json: the wall time and actor steps of the
 first evaluation round whose mean return reached the target. Reports the
 median over seeds (a run that never reaches the target counts as not solved).
 Writes bench/results/time_to_solve.json.
 
     python bench/time_to_solve.py --agents=dqn,impala,d4pg --seeds=0,1,2
+    python bench/time_to_solve.py --agents=dqn,sb3_dqn   # against stable-baselines3
 """
 
 from __future__ import annotations
@@ -23,20 +25,24 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# agent -> (environment, target return, actor-step budget of each run)
+# agent -> (environment, target return, actor-step budget of each run, extra flags)
 TASKS = {
-    "dqn": ("gym:CartPole-v1", 475.0, 100_000),
-    "impala": ("gym:CartPole-v1", 475.0, 100_000),
-    "d4pg": ("gym:Pendulum-v1", -250.0, 60_000),
+    # 8 environments per actor halve the policy calls per step (CartPole's
+    # steps are cheap, the calls are not); weights are fetched every 50
+    # batched steps, as often in environment steps as the default at 4.
+    "dqn": ("gym:CartPole-v1", 475.0, 60_000,
+            ["--num_envs_per_actor=8", "--variable_update_period=50"]),
+    "impala": ("gym:CartPole-v1", 475.0, 100_000, []),
+    "d4pg": ("gym:Pendulum-v1", -250.0, 60_000, []),
 }
 
 
 def one_run(agent: str, seed: int, workdir: str) -> dict:
-    env, target, budget = TASKS[agent]
+    env, target, budget, extra = TASKS[agent]
     logdir = os.path.join(workdir, f"{agent}-s{seed}")
     cmd = [sys.executable, "-m", "launch_programs.run", f"--agent={agent}", f"--env={env}",
            "--launch=threads", f"--seed={seed}", f"--max_actor_steps={budget}",
-           f"--logdir={logdir}", "--fresh", "--print_every_s=0"]
+           f"--logdir={logdir}", "--fresh", "--print_every_s=0", *extra]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     summary = json.load(open(os.path.join(logdir, "summary.json")))
     reached = summary.get("first_reached")
@@ -51,9 +57,43 @@ def one_run(agent: str, seed: int, workdir: str) -> dict:
     }
 
 
+SB3_VENV = os.path.join(ROOT, ".venv-sb3")
+SB3_PACKAGES = ["stable-baselines3==2.4.1", "gymnasium>=0.29,<1.1"]
+
+
+def ensure_sb3_venv() -> None:
+    """stable-baselines3 and PyTorch in a virtual environment of their own (made once)."""
+    python = os.path.join(SB3_VENV, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", SB3_VENV], check=True)
+    if subprocess.run([python, "-c", "import stable_baselines3"], capture_output=True).returncode:
+        subprocess.run([python, "-m", "pip", "install", "-q", *SB3_PACKAGES], check=True)
+
+
+def one_sb3_run(seed: int) -> dict:
+    """stable-baselines3's tuned DQN on CartPole (bench/sb3_dqn.py) for one seed."""
+    cmd = [os.path.join(SB3_VENV, "bin", "python"), os.path.join(ROOT, "bench", "sb3_dqn.py"),
+           f"--seed={seed}"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    reached = result["first_reached"]
+    rounds = result["rounds"]
+    return {
+        "agent": "sb3_dqn", "env": "gym:CartPole-v1", "target": 475.0, "seed": seed,
+        "exit_code": done.returncode, "solved": reached is not None,
+        "wall_time_s": reached and reached["wall_time_s"],
+        "actor_steps": reached and reached["actor_steps"],
+        "run_wall_time_s": rounds[-1][1] if rounds else None,
+        "eval_return_mean_last10": rounds[-1][2] if rounds else None,
+        "command": " ".join(cmd[1:]), "torch": result["torch"],
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", default="dqn,impala,d4pg")
+    parser.add_argument("--agents", default="dqn,impala,d4pg",
+                        help="any of dqn, impala, d4pg, and sb3_dqn (stable-baselines3's DQN "
+                             "on CartPole, in .venv-sb3, made on first use)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                       "time_to_solve.json"))
@@ -61,8 +101,22 @@ def main(argv=None) -> int:
     workdir = tempfile.mkdtemp(prefix="time-to-solve-")
     seeds = [int(s) for s in args.seeds.split(",")]
     report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "agents": {}}
-    for agent in args.agents.split(","):
-        runs = [one_run(agent, seed, workdir) for seed in seeds]
+    agents = args.agents.split(",")
+    unknown = [a for a in agents if a not in TASKS and a != "sb3_dqn"]
+    if unknown:
+        parser.error(f"--agents: unknown {unknown}; allowed: {', '.join(TASKS)}, sb3_dqn")
+    if "sb3_dqn" in agents:
+        ensure_sb3_venv()
+    # Seeds outside, agents inside: each agent's runs are spread over the same
+    # stretch of time, so a noisy neighbour on a shared machine hits them alike.
+    all_runs = {agent: [] for agent in agents}
+    for seed in seeds:
+        for agent in agents:
+            run = one_sb3_run(seed) if agent == "sb3_dqn" else one_run(agent, seed, workdir)
+            all_runs[agent].append(run)
+    for agent in agents:
+        runs = all_runs[agent]
+        task = TASKS["dqn" if agent == "sb3_dqn" else agent]
         for run in runs:
             print(f"[time_to_solve] {agent} seed {run['seed']}: "
                   + (f"{run['wall_time_s']:.1f} s, {run['actor_steps']} actor steps"
@@ -76,10 +130,10 @@ def main(argv=None) -> int:
             steps = sorted([r["actor_steps"] for r in solved] + unsolved)
             median = {"wall_time_s": statistics.median(times),
                       "actor_steps": statistics.median(steps)}
-        report["agents"][agent] = {"task": TASKS[agent][0], "target": TASKS[agent][1],
+        report["agents"][agent] = {"task": task[0], "target": task[1],
                                    "solved": f"{len(solved)}/{len(runs)}", "median": median,
                                    "runs": runs}
-        print(f"[time_to_solve] {agent} on {TASKS[agent][0]} to {TASKS[agent][1]}: "
+        print(f"[time_to_solve] {agent} on {task[0]} to {task[1]}: "
               f"{len(solved)}/{len(runs)} solved, median {median}", flush=True)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     if os.path.exists(args.out):  # Agents not run this time keep their last figures.
