@@ -139,15 +139,21 @@ def test_the_stored_state_is_where_each_sequence_starts():
     assert float(learner.loss(other, tf.ones([3]))["loss"]) != pytest.approx(base, rel=1e-4)
 
 
-def test_r2d2_learns_a_memory_task_through_threads(tmp_path):
-    """memory:6: the cue at step 0, the question 6 steps later; chance scores 0, memory 1."""
+@pytest.mark.parametrize("env_groups", [1, 2])
+def test_r2d2_learns_a_memory_task_through_threads(tmp_path, env_groups):
+    """memory:6: the cue at step 0, the question 6 steps later; chance scores 0, memory 1.
+
+    With two alternating groups, each group's actor keeps its own environments'
+    LSTM states: a mix-up would leave the policy at chance.
+    """
     config = R2D2Config(sequence_length=8, period=4, burn_in=0, hidden_sizes=(32,),
                         lstm_size=32, head_hidden_size=32, batch_size=16, min_replay_size=32,
                         samples_per_insert=4.0, variable_update_period=20,
                         target_update_period=50, learning_rate_decay_steps=0)
     factory = functools.partial(make_environment, "memory:6")
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=4, max_actor_steps=12_000,
-                                   eval_every=2000, eval_episodes=20, print_every_s=0)
+                                   eval_every=2000, eval_episodes=20, print_every_s=0,
+                                   env_groups=env_groups)
     spec = make_environment_spec(factory())
     tf.random.set_seed(0)
     result = launch_threads(make_agent_program(R2D2Builder(config), factory, spec,
