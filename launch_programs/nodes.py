@@ -174,6 +174,7 @@ class ActorNode:
             on_failure=self._environment_failed)
         environments = [make_group([base_seed + g * size + i for i in range(size)], False)
                         for g in range(env_groups)]
+        self._environments = environments
         self._loop = BatchedEnvironmentLoop(
             environments, actors, counter=self._actor_counter,
             logger=make_logger("actor", logdir, start_time,
@@ -210,6 +211,12 @@ class ActorNode:
             for actor in self._actors:
                 actor.close()  # Flushes every adder: the last items reach replay.
             self._actor_counter.flush()
+            for environment in self._environments:  # Simulator threads and processes end here.
+                try:
+                    environment.close()
+                except Exception as error:  # noqa: BLE001  (a failing close must not hide the run's end)
+                    print(f"[actor_{self._actor_id}] closing environments raised "
+                          f"{type(error).__name__}: {error}", flush=True)
 
     def stop(self) -> None:
         self._loop.stop()
