@@ -20,7 +20,7 @@ state), without rate limiters. In one run:
    iterator (`make_batch_iterator`, prefetched) and (f) a bare
    `reverb.TrajectoryDataset` batched by tf.data, from the filled table.
 
-Prints one line per figure and writes bench/results/replay.json.
+Prints one line per figure and a summary line, and writes bench/results/replay.json.
 
     python bench/replay.py --transitions=100000 --window_s=10
 """
@@ -314,7 +314,11 @@ def main(argv=None) -> int:
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)
-        print(f"[replay] wrote {args.out}")
+        m = report["memory"]
+        print(f"[replay] summary: {m['gb_per_million']} GB per million Atari transitions; adders "
+              f"{r['nstep_adder_vs_bare']:.0%} (n-step) and {r['sequence_adder_vs_bare']:.0%} "
+              f"(sequence) of bare inserts, dataset {r['dataset_vs_bare']:.0%} of bare samples "
+              f"-> {args.out}")
     finally:
         server.stdin.close()
         server.wait(timeout=60)

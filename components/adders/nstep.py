@@ -112,14 +112,19 @@ class NStepTransitionAdder(Adder):
         # Close step t with its action, open step t+1 with its observation.
         self._append({"action": np.asarray(action)}, partial=False)
         self._starts.append((self._steps - 1, self._last_observation, np.asarray(action)))
-        self._append({"observation": next_timestep.observation}, partial=True)
-        self._observation_step = self._steps - 1
-        self._last_observation = next_timestep.observation
         self._rewards.append(float(next_timestep.reward))
         self._discounts.append(float(next_timestep.discount))
+        opened = {"observation": next_timestep.observation}
+        returns = None
+        if len(self._starts) == self._n:  # The oldest item ends at o_{t+1}: one append.
+            returns = self._oldest_returns()
+            opened.update(returns)
+        self._append(opened, partial=True)
+        self._observation_step = self._steps - 1
+        self._last_observation = next_timestep.observation
 
-        if len(self._starts) == self._n:
-            self._write_oldest(last=next_timestep.last())
+        if returns is not None:
+            self._write_oldest(returns)
         if next_timestep.last():
             self._finish_episode()
         if not self._defer:
@@ -128,7 +133,9 @@ class NStepTransitionAdder(Adder):
     def _finish_episode(self) -> None:
         """Writes the transitions shorter than n, then ends the episode."""
         while self._starts:
-            self._write_oldest(last=True)
+            self._write_oldest()
+        if self._step_open:
+            self._append({}, partial=False)  # Close the step of the last observation.
         self._end_pending = True  # After the items are created (write_pending).
         self._reset_episode()
 
@@ -140,20 +147,26 @@ class NStepTransitionAdder(Adder):
         self._open_step_has_returns |= "nstep_reward" in data
         self._step_open = partial
 
-    def _write_oldest(self, last: bool) -> None:
-        """Writes the item that starts at the oldest pending step."""
-        start, observation, action = self._starts.popleft()
+    def _oldest_returns(self) -> dict:
+        """The n-step return and discount of the item starting at the oldest pending step."""
         reward, discount = nstep_return(self._rewards, self._discounts, self._gamma)
+        return {"nstep_reward": np.float32(reward), "nstep_discount": np.float32(discount)}
+
+    def _write_oldest(self, appended_returns: dict | None = None) -> None:
+        """Writes the item that starts at the oldest pending step.
+
+        In mid-episode its returns were appended with o_{t+m}
+        (`appended_returns`). At the episode's end each further item gets a
+        step of its own holding only its returns.
+        """
+        start, observation, action = self._starts.popleft()
+        returns = appended_returns or self._oldest_returns()
         self._rewards.popleft()
         self._discounts.popleft()
-        returns = {"nstep_reward": np.float32(reward), "nstep_discount": np.float32(discount)}
-        # In mid-episode the returns share the open step holding o_{t+m}, which
-        # the next `add` closes with its action. At the episode's end the first
-        # item closes that step, and each further one gets a step of its own
-        # holding only its returns.
-        if self._step_open and self._open_step_has_returns:
-            self._append({}, partial=False)  # Only when an episode is cut short.
-        self._append(returns, partial=self._step_open and not last)
+        if appended_returns is None:
+            if self._step_open and self._open_step_has_returns:
+                self._append({}, partial=False)
+            self._append(returns, partial=True)
         history = self._writer.history
         offset = self._steps  # Negative index of absolute step s: s - offset.
         trajectory = Transition(
@@ -163,8 +176,8 @@ class NStepTransitionAdder(Adder):
             discount=history["nstep_discount"][-1],
             next_observation=history["observation"][self._observation_step - offset],
         )
-        values = Transition(observation, action, np.float32(reward), np.float32(discount),
-                            self._last_observation)
+        values = Transition(observation, action, returns["nstep_reward"],
+                            returns["nstep_discount"], self._last_observation)
         self._pending.append((trajectory, values))
 
     def pending(self) -> list[Transition]:
