@@ -122,3 +122,25 @@ def test_too_many_simulator_failures_stop_the_program_with_the_error(tmp_path):
     assert result.status == "failed"
     assert result.error.node == "actor_0"
     assert "EnvironmentFailure" in str(result.error) and "limit 1" in str(result.error)
+
+
+def test_dqn_acts_on_ale_vector_environments_in_alternating_groups(tmp_path):
+    """`--atari_vector_env --env_groups=2`: real Pong games in ale-py's C++ threads, two groups."""
+    from components.environments import make_environment, make_vector_environment
+
+    config = DQNConfig(torso="atari", batch_size=8, min_replay_size=64, samples_per_insert=2.0,
+                       max_replay_size=1000, head_hidden_size=32)
+    program_config = ProgramConfig(num_actors=1, num_envs_per_actor=4, env_groups=2,
+                                   max_actor_steps=400, eval_episodes=0, print_every_s=0)
+    spec = make_environment_spec(make_environment("atari:Pong", seed=0))
+    program = make_agent_program(
+        DQNBuilder(config), lambda seed, evaluation: make_environment("atari:Pong", seed=seed),
+        spec, program_config, str(tmp_path),
+        batched_environment_factory=lambda seeds, evaluation: make_vector_environment(
+            "atari:Pong", seeds, evaluation))
+    result = launch_threads(program)
+    assert result.status == "completed", result.error and result.error.formatted
+    counts = result.objects["counter"].get_counts()
+    assert counts["actor_steps"] >= 400 and counts["learner_steps"] > 0
+    info = result.objects["replay"].info()[DQNBuilder.table_name]
+    assert info["num_inserts"] == counts["actor_steps"]  # Both groups' streams reached replay.
