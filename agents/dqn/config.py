@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require
+from agentkit.config import require, require_replay_fields
 
 
 @dataclasses.dataclass
@@ -76,17 +76,8 @@ class DQNConfig:
         require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
         require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
         require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
-        require(self.samples_per_insert >= 0, "samples_per_insert", ">= 0",
-                self.samples_per_insert)
         require(self.min_replay_size >= 1, "min_replay_size", ">= 1", self.min_replay_size)
-        require(self.max_replay_size >= self.min_replay_size, "max_replay_size",
-                f">= min_replay_size ({self.min_replay_size})", self.max_replay_size)
-        require(self.min_replay_size >= self.batch_size, "min_replay_size",
-                f">= batch_size ({self.batch_size})", self.min_replay_size)
-        require(self.priority_exponent >= 0, "priority_exponent", ">= 0", self.priority_exponent)
-        require(0 <= self.importance_sampling_exponent <= 1, "importance_sampling_exponent",
-                "in [0, 1]", self.importance_sampling_exponent)
-        require(self.prefetch_size >= 0, "prefetch_size", ">= 0", self.prefetch_size)
+        require_replay_fields(self)
         for name in ("epsilon_init", "epsilon_final", "epsilon_eval"):
             value = getattr(self, name)
             require(0.0 <= value <= 1.0, name, "in [0, 1]", value)
