@@ -47,6 +47,7 @@ from agentkit.specs import make_environment_spec  # noqa: E402
 from agentkit.types import Transition  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from agents.r2d2 import R2D2Builder, R2D2Config  # noqa: E402
+from components.actors.feed_forward import slot_timestep  # noqa: E402
 from components.environments import make_environment, make_vector_environment  # noqa: E402
 
 GAME = "atari:Pong"
@@ -100,13 +101,13 @@ def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> fl
     rng = np.random.default_rng(0)
     timestep = env.reset()
     for i, adder in enumerate(adders):
-        adder.add_first(_slot(timestep, i))
+        adder.add_first(slot_timestep(timestep, i))
     written, start = 0, time.perf_counter()
     while written < count:
         actions = rng.integers(0, 6, num_envs)
         timestep = env.step(actions)
         for i, adder in enumerate(adders):
-            slot = _slot(timestep, i)
+            slot = slot_timestep(timestep, i)
             if slot.first():
                 adder.add_first(slot)
             else:
@@ -117,13 +118,6 @@ def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> fl
         adder.close()
     env.close()
     return written / elapsed
-
-
-def _slot(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
-    step_type = dm_env.StepType(int(timestep.step_type[i]))
-    first = step_type == dm_env.StepType.FIRST
-    return dm_env.TimeStep(step_type, None if first else timestep.reward[i],
-                           None if first else timestep.discount[i], timestep.observation[i])
 
 
 def record_frames(num_steps: int) -> np.ndarray:
