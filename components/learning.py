@@ -43,9 +43,11 @@ class StepLogger:
         self._steps_since_log = 0
         self._time_of_log = time.time()
 
-    def record(self, metrics: Mapping[str, tf.Tensor], extra: Mapping | None = None) -> None:
-        counts = self._counter.increment(steps=1)
-        self._steps_since_log += 1
+    def record(self, metrics: Mapping[str, tf.Tensor], extra: Mapping | None = None,
+               steps: int = 1) -> None:
+        """Counts `steps` learner steps (SGD steps: a call may make several)."""
+        counts = self._counter.increment(steps=steps)
+        self._steps_since_log += steps
         now = time.time()
         if now - self._time_of_log >= self._log_every_s:
             row = dict(counts)
@@ -110,15 +112,18 @@ class QLearnerBase(VariablesSaveable, core.Learner):
     Subclasses set `_network`, `_target_network`, `_optimizer`, `_num_steps`,
     `_iterator`, `_step_logger`, and `_step_fn(sample)`, a compiled step that
     returns its metrics with `loss`, `grad_norm` and a `finite` flag (an
-    update whose loss was not finite was skipped inside it).
+    update whose loss was not finite was skipped inside it). A subclass whose
+    call makes several SGD steps sets `_steps_per_call`.
     """
+
+    _steps_per_call = 1
 
     def step(self) -> None:
         sample = next(self._iterator)
         metrics = self._step_fn(sample)
         if not bool(metrics.pop("finite")):
             check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
-        self._step_logger.record(metrics)
+        self._step_logger.record(metrics, steps=self._steps_per_call)
 
     @property
     def num_steps(self) -> int:

@@ -53,9 +53,15 @@ class DQNBuilder:
     def make_dataset_iterator(
         self, replay_address: str, should_stop: Callable[[], bool] | None = None
     ) -> Iterator[reverb.ReplaySample]:
-        """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop."""
-        return make_batch_iterator(replay_address, self.table_name, self.config.batch_size,
-                                   self.config.prefetch_size, should_stop)
+        """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop.
+
+        Each batch holds the transitions of one learner call:
+        batch_size x num_sgd_steps_per_step.
+        """
+        c = self.config
+        return make_batch_iterator(replay_address, self.table_name,
+                                   c.batch_size * c.num_sgd_steps_per_step, c.prefetch_size,
+                                   should_stop)
 
     @property
     def _actor_priorities(self) -> bool:
@@ -140,6 +146,7 @@ class DQNBuilder:
             max_gradient_norm=c.max_gradient_norm,
             adam_epsilon=c.adam_epsilon,
             double_q=c.double_q,
+            num_sgd_steps_per_step=c.num_sgd_steps_per_step,
             replay_client=client,
             table=self.table_name,
             counter=counter,

@@ -28,6 +28,9 @@ class DQNConfig:
 
     # Optimisation.
     batch_size: int = 128  # Transitions per learner step.
+    # SGD steps per learner call, on batches sampled together (amortises the
+    # call and the Reverb round trips; pays for small networks).
+    num_sgd_steps_per_step: int = 1
     learning_rate: float = 5e-4  # Adam step size.
     learning_rate_final: float = 2.5e-5  # Rate at the end of the decay.
     learning_rate_decay_steps: int = 12_500  # Learner steps of linear decay (0: constant rate).
@@ -73,6 +76,8 @@ class DQNConfig:
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
         require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
+        require(self.num_sgd_steps_per_step >= 1, "num_sgd_steps_per_step", ">= 1",
+                self.num_sgd_steps_per_step)
         require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
         require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
         require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)

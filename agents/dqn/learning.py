@@ -13,6 +13,16 @@ by the adder:
 New priorities |td| go back to the table in the same compiled step. The
 target network is copied from the online network every
 `target_update_period` steps.
+
+With `num_sgd_steps_per_step = K > 1` (Acme's option of the same name) one
+call takes a batch of K x batch_size transitions sampled at once and makes
+K SGD steps on its K slices, then writes all K x batch_size priorities back
+in one update. For small networks most of a step's cost is the call, the
+sampling round trip and the priority write, not the arithmetic: K of them
+share one of each. Priorities of a slice are those of the weights before
+its own step, as with K = 1. A slice whose loss is not finite is skipped
+(weights and its items' priorities untouched), the other slices still
+apply, and the call then raises NonFiniteLossError.
 """
 
 from __future__ import annotations
@@ -40,6 +50,10 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
     return 0.5 * quadratic**2 + delta * (abs_x - quadratic)
 
 
+# The metrics that a call of K SGD steps reports as means over its steps.
+AVERAGED_METRICS = ("loss", "q_mean", "td_abs_mean", "grad_norm")
+
+
 class DQNLearner(QLearnerBase):
     """Trains a Q-network from replay samples."""
 
@@ -58,6 +72,7 @@ class DQNLearner(QLearnerBase):
         max_gradient_norm: float = 10.0,
         adam_epsilon: float = 1e-8,
         double_q: bool = True,
+        num_sgd_steps_per_step: int = 1,
         replay_client: reverb.TFClient | None = None,
         table: str | None = None,
         counter: Counter | None = None,
@@ -75,6 +90,10 @@ class DQNLearner(QLearnerBase):
         self._beta = importance_sampling_exponent
         self._max_gradient_norm = max_gradient_norm
         self._double_q = double_q
+        if num_sgd_steps_per_step < 1:
+            raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {num_sgd_steps_per_step}")
+        self._num_sgd_steps = int(num_sgd_steps_per_step)
+        self._steps_per_call = self._num_sgd_steps
         self._replay_client = replay_client
         self._table = table
         self._step_logger = StepLogger(counter, logger, log_every_s)
@@ -84,8 +103,38 @@ class DQNLearner(QLearnerBase):
         self._step_fn = tf.function(self._step)
 
     def _step(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
-        o_tm1, a_tm1, r_t, d_t, o_t = sample.data
         keys, probabilities = sample.info.key, sample.info.probability
+        if self._num_sgd_steps == 1:
+            metrics, td, finite = self._sgd_step(sample.data, probabilities)
+            if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
+                self._write_priorities(keys, td)
+            return metrics
+        # [K * B, ...] -> K slices of [B, ...], one SGD step on each.
+        k = self._num_sgd_steps
+        slices = tf.nest.map_structure(
+            lambda x: tf.reshape(x, tf.concat([[k, -1], tf.shape(x)[1:]], axis=0)),
+            (sample.data, probabilities))
+        tds = tf.TensorArray(tf.float32, size=k)
+        kept = tf.TensorArray(tf.bool, size=k)
+        sums = {name: tf.constant(0.0) for name in AVERAGED_METRICS}
+        for i in tf.range(k):
+            data_i, probabilities_i = tf.nest.map_structure(lambda x, i=i: x[i], slices)
+            metrics, td, finite = self._sgd_step(data_i, probabilities_i)
+            tds = tds.write(i, td)
+            kept = kept.write(i, tf.fill(tf.shape(td), finite))
+            sums = {name: sums[name] + metrics[name] for name in AVERAGED_METRICS}
+        # Only the slices whose step was applied give their items new priorities.
+        kept = kept.concat()
+        self._write_priorities(tf.boolean_mask(keys, kept), tf.boolean_mask(tds.concat(), kept))
+        # Means over the K steps; `finite` is False if any step was skipped.
+        means = {name: value / float(k) for name, value in sums.items()}
+        means["finite"] = tf.reduce_all(kept)
+        means["learning_rate"] = tf.identity(self._schedule.rate)
+        return means
+
+    def _sgd_step(self, data, probabilities) -> tuple[dict[str, tf.Tensor], tf.Tensor, tf.Tensor]:
+        """One update on one batch: (metrics, td, whether it was applied)."""
+        o_tm1, a_tm1, r_t, d_t, o_t = data
         with tf.GradientTape() as tape:
             q_tm1 = self._network(o_tm1)
             q_t_target = self._target_network(o_t)
@@ -105,8 +154,8 @@ class DQNLearner(QLearnerBase):
         gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
         finite = all_finite([loss, grad_norm])
         if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
-            self._apply(gradients, variables, td, keys)
-        return {
+            self._apply(gradients, variables)
+        metrics = {
             "loss": loss,
             "q_mean": tf.reduce_mean(q_a),
             "td_abs_mean": tf.reduce_mean(tf.abs(td)),
@@ -114,13 +163,16 @@ class DQNLearner(QLearnerBase):
             "learning_rate": tf.identity(self._schedule.rate),
             "finite": finite,
         }
+        return metrics, td, finite
 
-    def _apply(self, gradients, variables, td, keys) -> None:
-        self._optimizer.apply(gradients, variables)
-        self._schedule.update(self._num_steps)
+    def _write_priorities(self, keys: tf.Tensor, td: tf.Tensor) -> None:
         if self._replay_client is not None:
             priorities = tf.cast(tf.abs(td), tf.float64)
             self._replay_client.update_priorities(self._table, keys, priorities)
+
+    def _apply(self, gradients, variables) -> None:
+        self._optimizer.apply(gradients, variables)
+        self._schedule.update(self._num_steps)
         self._num_steps.assign_add(1)
         pairs = zip(self._target_network.variables, self._network.variables)
         if self._tau > 0:

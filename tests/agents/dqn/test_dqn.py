@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import reverb
 import tensorflow as tf
 
 from agentkit.config import ConfigError
+from agentkit.counting import Counter
 from agentkit.environment_loop import BatchedEnvironmentLoop
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
@@ -19,6 +22,7 @@ from tests import fakes
 @pytest.mark.parametrize("field,value", [
     ("batch_size", 0), ("discount", 1.5), ("n_step", 0), ("torso", "resnet"),
     ("epsilon_final", -0.1), ("max_replay_size", 10), ("learning_rate", 0.0),
+    ("num_sgd_steps_per_step", 0),
 ])
 def test_bad_config_values_name_their_field(field, value):
     with pytest.raises(ConfigError, match=f"--{field}: must be"):
@@ -186,3 +190,56 @@ def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing(rever
     assert len(common) > 10
     assert all(later[k] == priorities[k] for k in common)  # No priority was written...
     assert all(np.isfinite(list(later.values())))  # ...and no NaN reached the table.
+
+
+def test_k_sgd_steps_per_call_equal_k_single_steps_on_the_slices(reverb_server_factory):
+    """num_sgd_steps_per_step=3 on a batch of 3 x 16: the same weights, target copies,
+    step count and priorities as three one-step calls on its three slices."""
+    tf.random.set_seed(1)
+    builder, single, client, spec, _ = _setup(reverb_server_factory, target_update_period=2,
+                                              learning_rate=1e-2)
+    address = client.server_address
+    triple_builder = DQNBuilder(dataclasses.replace(builder.config, num_sgd_steps_per_step=3))
+    counter = Counter(prefix="learner")
+    triple = triple_builder.make_learner(
+        triple_builder.make_networks(spec), spec, triple_builder.make_dataset_iterator(address),
+        address, counter=counter)
+    triple.restore(single.save())  # Same weights, target and optimizer state.
+    sample = next(triple._iterator)
+    assert sample.data.reward.shape == (48,)
+    for i in range(3):  # The single-step learner on each slice in turn.
+        part = tf.nest.map_structure(lambda x, i=i: x[16 * i:16 * (i + 1)], sample)
+        single._step_fn(part)
+    single_priorities = _priorities(client, builder.table_name)
+    triple._iterator = iter([sample])
+    triple.step()
+    assert triple.num_steps == 3 and counter.get_counts()["learner_steps"] == 3
+    for name in ("q", "q_target"):  # Step 2 copied the target; step 3 moved the online net.
+        for a, b in zip(single.get_variables([name])[0], triple.get_variables([name])[0]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    triple_priorities = _priorities(client, builder.table_name)
+    keys = {int(k) for k in sample.info.key.numpy()}
+    common = keys & set(triple_priorities) & set(single_priorities)
+    assert len(common) >= 10
+    for k in common:  # Each item's priority is its |td| before its own slice's step.
+        assert triple_priorities[k] == pytest.approx(single_priorities[k], rel=1e-4, abs=1e-6)
+
+
+def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_factory):
+    from components.learning import NonFiniteLossError
+
+    builder, _, client, spec, _ = _setup(reverb_server_factory, prioritized=True,
+                                         num_sgd_steps_per_step=3)
+    address = client.server_address
+    learner = builder.make_learner(builder.make_networks(spec), spec,
+                                   builder.make_dataset_iterator(address), address)
+    sample = next(learner._iterator)
+    reward = np.asarray(sample.data.reward).copy()
+    reward[16 + 3] = np.nan  # One poisoned transition in the second slice.
+    poisoned = sample._replace(data=sample.data._replace(reward=tf.constant(reward)))
+    learner._iterator = iter([poisoned])
+    with pytest.raises(NonFiniteLossError, match="loss term 'loss' is nan"):
+        learner.step()
+    assert learner.num_steps == 2  # Slices one and three were applied.
+    later = _priorities(client, builder.table_name)
+    assert all(np.isfinite(list(later.values())))  # No NaN reached the table.
