@@ -113,9 +113,11 @@ class DQNBuilder:
             )
         priority_fn = None
         if adders and self._actor_priorities:
-            priority_fn = TDPriority(networks["q"], policy.spec)
+            priority_fn = TDPriority(networks["q"], policy.spec, policy)
         if batched:
-            return BatchedFeedForwardActor(policy, adders, client, priority_fn)
+            fused = priority_fn.with_actions if priority_fn is not None else None
+            return BatchedFeedForwardActor(policy, adders, client, priority_fn,
+                                           fused_priority_policy=fused)
         adder = adders[0] if adders else None
         return FeedForwardActor(policy, adder, client, priority_fn)
 

@@ -24,22 +24,35 @@ from components.variable_client import VariableClient
 Policy = Callable[[Any], Any]
 
 
-def write_with_priorities(adders: Sequence[Adder], priority_fn: PriorityFn) -> None:
+# (transitions, observation) -> (their priorities, the policy's actions for observation).
+PriorityAndPolicyFn = Callable[[Any, Any], tuple[np.ndarray, np.ndarray]]
+
+
+def write_with_priorities(adders: Sequence[Adder], priority_fn: PriorityFn,
+                          observation: Any = None,
+                          fused: PriorityAndPolicyFn | None = None) -> np.ndarray | None:
     """Gives the items waiting in deferring adders their priorities, in one call.
 
     Ape-X: the actor computes the initial priority of what it writes, batched
-    over every environment it steps.
+    over every environment it steps. With `fused` and `observation`, the same
+    call also returns the policy's actions for `observation` (else None).
     """
     pending = [adder.pending() for adder in adders]
     flat = [t for items in pending for t in items]
     if not flat:
-        return
-    priorities = np.asarray(priority_fn(stack_transitions(flat))).reshape(-1)
+        return None
+    actions = None
+    if fused is not None:
+        priorities, actions = fused(stack_transitions(flat), observation)
+    else:
+        priorities = priority_fn(stack_transitions(flat))
+    priorities = np.asarray(priorities).reshape(-1)
     start = 0
     for adder, items in zip(adders, pending):
         if items:
             adder.write_pending(priorities[start:start + len(items)])
             start += len(items)
+    return actions
 
 
 def slot_timestep(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
@@ -118,11 +131,17 @@ class BatchedFeedForwardActor(BatchedActorBase):
         variable_client: VariableClient | None = None,
         priority_fn: PriorityFn | None = None,
         policy_has_extras: bool = False,
+        fused_priority_policy: PriorityAndPolicyFn | None = None,
     ):
         """With `priority_fn`, the adders must defer their items (`defer_items=True`).
 
         With `policy_has_extras`, the policy returns `(actions, extras)` (e.g.
         IMPALA's behaviour logits) and each environment's adder gets its row.
+        With `fused_priority_policy` (same network and exploration as `policy`
+        and `priority_fn`), `observe` computes the priorities and the actions
+        for the observation it was given in one call, and `select_action` on
+        that same observation object returns them: one compiled call per step
+        instead of two.
         """
         self._policy = policy
         self._adders = list(adders or [])
@@ -130,8 +149,17 @@ class BatchedFeedForwardActor(BatchedActorBase):
         self._priority_fn = priority_fn
         self._has_extras = policy_has_extras
         self._extras = None
+        if fused_priority_policy is not None and (priority_fn is None or policy_has_extras):
+            raise ValueError("fused_priority_policy needs a priority_fn and a policy without extras")
+        self._fused = fused_priority_policy
+        self._next = None  # (observation, actions) computed by the fused call.
 
     def select_action(self, observation: Any) -> np.ndarray:
+        if self._next is not None:
+            cached_observation, actions = self._next
+            self._next = None
+            if cached_observation is observation:
+                return actions
         if self._has_extras:
             actions, extras = self._policy(observation)
             self._extras = tree.map_structure(np.asarray, extras)
@@ -152,5 +180,8 @@ class BatchedFeedForwardActor(BatchedActorBase):
             else:
                 adder.add(action[i], timestep)
         if self._priority_fn is not None:
-            write_with_priorities(self._adders, self._priority_fn)
+            observation = next_timestep.observation
+            actions = write_with_priorities(self._adders, self._priority_fn, observation,
+                                            self._fused)
+            self._next = None if actions is None else (observation, actions)
 

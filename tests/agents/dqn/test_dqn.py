@@ -243,3 +243,37 @@ def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_facto
     assert learner.num_steps == 2  # Slices one and three were applied.
     later = _priorities(client, builder.table_name)
     assert all(np.isfinite(list(later.values())))  # No NaN reached the table.
+
+
+def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
+        reverb_server_factory):
+    """Ape-X priorities and the next actions share one compiled call: the separate
+    policy call runs only when no item was pending; actions stay the policy's."""
+    config = DQNConfig(hidden_sizes=(16,), head_hidden_size=16, n_step=2, epsilon_init=0.0,
+                       epsilon_final=0.0, batch_size=1, min_replay_size=1, samples_per_insert=0)
+    builder = DQNBuilder(config)
+    envs = [fakes.discrete_environment(3, episode_length=5, seed=s) for s in (0, 1)]
+    spec = make_environment_spec(envs[0])
+    _, client = reverb_server_factory(builder.make_replay_tables(spec))
+    networks = builder.make_networks(spec)
+    policy = builder.make_policy(networks, spec)
+    actor = builder.make_actor(policy, networks, [builder.make_adder(client) for _ in envs], None)
+    calls = []
+    compiled = policy._policy
+    policy._policy = lambda o: (calls.append(1), compiled(o))[1]
+    env = BatchedEnvironment(envs)
+    timestep = env.reset()
+    actor.observe_first(timestep)
+    for _ in range(30):
+        action = actor.select_action(timestep.observation)
+        greedy = np.argmax(networks["q"](timestep.observation).numpy(), axis=-1)
+        np.testing.assert_array_equal(action, greedy)
+        timestep = env.step(action)
+        actor.observe(action, timestep)
+    actor.close()
+    # Each episode is a first observation and 5 steps; the policy runs alone on
+    # the first observation and after the first step (n = 2: nothing pending
+    # yet); the other 4 of every 6 calls are fused: 2 x 5 separate calls in 30.
+    assert len(calls) == 10
+    assert int(policy._steps.numpy()) == 60  # The schedule counts each row once.
+    assert client.server_info()[builder.table_name].current_size > 0
