@@ -104,22 +104,21 @@ class TDPriority(tf.Module):
         )
 
     def _priorities(self, o_tm1, a_tm1, r_t, d_t, o_t):
-        # One forward pass over both observations.
-        both = tree.map_structure(lambda a, b: tf.concat([a, b], axis=0), o_tm1, o_t)
-        q_tm1_all, q_t_all = tf.split(self._network(both), 2, axis=0)
-        q_tm1 = tf.gather(q_tm1_all, tf.cast(a_tm1, tf.int32), batch_dims=1)
-        return tf.abs(r_t + d_t * tf.reduce_max(q_t_all, axis=-1) - q_tm1)
+        priorities, _ = self._forward(o_tm1, a_tm1, r_t, d_t, o_t)
+        return priorities
 
     def _priorities_and_actions(self, o_tm1, a_tm1, r_t, d_t, o_t, observation):
-        # One forward pass over the transitions' observations and the next policy input.
-        n = tf.shape(a_tm1)[0]
-        inputs = tree.map_structure(lambda a, b, c: tf.concat([a, b, c], axis=0),
-                                    o_tm1, o_t, observation)
-        q_all = self._network(inputs)
-        q_tm1_all, q_t_all, q_next = q_all[:n], q_all[n:2 * n], q_all[2 * n:]
-        q_tm1 = tf.gather(q_tm1_all, tf.cast(a_tm1, tf.int32), batch_dims=1)
-        priorities = tf.abs(r_t + d_t * tf.reduce_max(q_t_all, axis=-1) - q_tm1)
+        priorities, q_next = self._forward(o_tm1, a_tm1, r_t, d_t, o_t, observation)
         return priorities, self._policy.select_from_q_values(q_next)
+
+    def _forward(self, o_tm1, a_tm1, r_t, d_t, o_t, *more):
+        """|td| of the transitions and Q of any `more` observations, in one forward pass."""
+        n = tf.shape(a_tm1)[0]
+        inputs = tree.map_structure(lambda *xs: tf.concat(xs, axis=0), o_tm1, o_t, *more)
+        q_all = self._network(inputs)
+        q_tm1_all, q_t_all, q_more = q_all[:n], q_all[n:2 * n], q_all[2 * n:]
+        q_tm1 = tf.gather(q_tm1_all, tf.cast(a_tm1, tf.int32), batch_dims=1)
+        return tf.abs(r_t + d_t * tf.reduce_max(q_t_all, axis=-1) - q_tm1), q_more
 
     def _arguments(self, transitions) -> tuple:
         o_tm1, a_tm1, r_t, d_t, o_t = transitions

@@ -92,8 +92,7 @@ class DQNLearner(QLearnerBase):
         self._double_q = double_q
         if num_sgd_steps_per_step < 1:
             raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {num_sgd_steps_per_step}")
-        self._num_sgd_steps = int(num_sgd_steps_per_step)
-        self._steps_per_call = self._num_sgd_steps
+        self._steps_per_call = int(num_sgd_steps_per_step)
         self._replay_client = replay_client
         self._table = table
         self._step_logger = StepLogger(counter, logger, log_every_s)
@@ -104,13 +103,13 @@ class DQNLearner(QLearnerBase):
 
     def _step(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
         keys, probabilities = sample.info.key, sample.info.probability
-        if self._num_sgd_steps == 1:
+        if self._steps_per_call == 1:
             metrics, td, finite = self._sgd_step(sample.data, probabilities)
             if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
                 self._write_priorities(keys, td)
             return metrics
         # [K * B, ...] -> K slices of [B, ...], one SGD step on each.
-        k = self._num_sgd_steps
+        k = self._steps_per_call
         slices = tf.nest.map_structure(
             lambda x: tf.reshape(x, tf.concat([[k, -1], tf.shape(x)[1:]], axis=0)),
             (sample.data, probabilities))
