@@ -30,3 +30,38 @@ class Adder(abc.ABC):
 
     def close(self) -> None:
         """Flushes pending items and releases the connection."""
+
+
+class BatchedAdder(abc.ABC):
+    """Receives the batched experience of K environments stepped in lock-step.
+
+    Timesteps and actions carry a leading K axis; a slot whose episode ended
+    restarts with a FIRST timestep in `add`. Adders that defer their items
+    (`pending()` / `write_pending(priorities)`) let the actor give every
+    item of a step its priority in one network call.
+    """
+
+    num_envs: int
+    items_written: int
+
+    @abc.abstractmethod
+    def add_first(self, timestep: dm_env.TimeStep) -> None:
+        """Starts an episode in every slot (all FIRST)."""
+
+    @abc.abstractmethod
+    def add(self, actions: Any, next_timestep: dm_env.TimeStep, extras: Any = ()) -> None:
+        """Records each slot's action and the timestep it led to."""
+
+    def pending(self) -> Any:
+        """The items waiting for priorities (stacked), or None."""
+        return None
+
+    def write_pending(self, priorities: Any = None) -> None:
+        """Writes the pending items."""
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        """Ends every slot's episode early (nothing written is dropped)."""
+
+    def close(self) -> None:
+        """Flushes pending items and releases the connection."""
