@@ -6,5 +6,5 @@ from components.adders.nstep import NStepTransitionAdder, nstep_return
 from components.adders.sequence import SequenceAdder, sequence_signature
 from components.adders.unroll import UnrollAdder, unroll_signature
 
-__all__ = ["Adder", "BatchedAdder", "BatchedNStepTransitionAdder", "NStepTransitionAdder", "SequenceAdder", "UnrollAdder", "nstep_return",
-           "sequence_signature", "unroll_signature"]
+__all__ = ["Adder", "BatchedAdder", "BatchedNStepTransitionAdder", "NStepTransitionAdder",
+           "SequenceAdder", "UnrollAdder", "nstep_return", "sequence_signature", "unroll_signature"]
