@@ -156,15 +156,20 @@ class ActorNode:
         self._actor_counter = Counter(counter, "actor", sync_every_s=0.1)
         self._actor_id = actor_id
         client = reverb.Client(replay.address())
-        adders = [builder.make_adder(client, spec) for _ in range(num_envs)]
-        self._adders = adders
+        size = num_envs // env_groups
+        make_batched_adder = getattr(builder, "make_batched_adder", None)
+        if make_batched_adder is not None:  # One adder takes a group's batched timesteps.
+            self._adders = [make_batched_adder(client, spec, size) for _ in range(env_groups)]
+            group_adders = self._adders
+        else:  # One adder per environment.
+            self._adders = [builder.make_adder(client, spec) for _ in range(num_envs)]
+            group_adders = [self._adders[g * size:(g + 1) * size] for g in range(env_groups)]
         policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id,
                                      actor_id=actor_id, num_actors=num_actors)
         # With alternating groups each group has its own actor (adders, recurrent
         # states) over the same networks and policy; the first one's variable
         # client updates the networks for all.
-        size = num_envs // env_groups
-        actors = [builder.make_actor(policy, networks, adders[g * size:(g + 1) * size],
+        actors = [builder.make_actor(policy, networks, group_adders[g],
                                      variable_source if g == 0 else None)
                   for g in range(env_groups)]
         self._actors = actors

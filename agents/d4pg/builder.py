@@ -20,7 +20,12 @@ from agents.d4pg.config import D4PGConfig
 from agents.d4pg.learning import D4PGLearner
 from agents.d4pg.networks import copy_networks, make_networks
 from components.actors import BatchedFeedForwardActor
-from components.adders import Adder, NStepTransitionAdder
+from components.adders import (
+    Adder,
+    BatchedAdder,
+    BatchedNStepTransitionAdder,
+    NStepTransitionAdder,
+)
 from components.datasets import make_batch_iterator
 from components.replay import make_rate_limiter, make_replay_table, transition_signature
 from components.variable_client import VariableClient
@@ -62,6 +67,15 @@ class D4PGBuilder:
                                     discount=c.discount,
                                     max_in_flight_items=c.max_in_flight_items)
 
+    def make_batched_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec,
+                           num_envs: int) -> BatchedNStepTransitionAdder:
+        """The same items for K lock-stepped environments, at a fraction of the Python cost."""
+        del spec
+        c = self.config
+        return BatchedNStepTransitionAdder(replay_client, self.table_name, num_envs,
+                                           n_step=c.n_step, discount=c.discount,
+                                           max_in_flight_items=c.max_in_flight_items)
+
     def make_policy(
         self,
         networks: Networks,
@@ -79,7 +93,7 @@ class D4PGBuilder:
         self,
         policy: GaussianNoisePolicy,
         networks: Networks,
-        adders: Sequence[Adder] | None,
+        adders: Sequence[Adder] | BatchedAdder | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
         client = None

@@ -20,7 +20,12 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
 from components.actors import BatchedFeedForwardActor, FeedForwardActor, apex_epsilon
-from components.adders import Adder, NStepTransitionAdder
+from components.adders import (
+    Adder,
+    BatchedAdder,
+    BatchedNStepTransitionAdder,
+    NStepTransitionAdder,
+)
 from components.datasets import make_batch_iterator
 from components.replay import make_rate_limiter, make_replay_table, transition_signature
 from components.variable_client import VariableClient
@@ -77,6 +82,15 @@ class DQNBuilder:
             defer_items=self._actor_priorities,  # The actor writes them with priorities.
         )
 
+    def make_batched_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec,
+                           num_envs: int) -> BatchedNStepTransitionAdder:
+        """The same items for K lock-stepped environments, at a fraction of the Python cost."""
+        del spec
+        c = self.config
+        return BatchedNStepTransitionAdder(
+            replay_client, self.table_name, num_envs, n_step=c.n_step, discount=c.discount,
+            max_in_flight_items=c.max_in_flight_items, defer_items=self._actor_priorities)
+
     def make_policy(
         self,
         networks: Networks,
@@ -100,11 +114,12 @@ class DQNBuilder:
         self,
         policy: EpsilonGreedyPolicy,
         networks: Networks,
-        adders: Sequence[Adder] | None,
+        adders: Sequence[Adder] | BatchedAdder | None,
         variable_source: core.VariableSource | None,
         batched: bool = True,
     ) -> core.Actor:
-        """A batched actor (one adder per environment) or a single-environment one."""
+        """A batched actor (one adder per environment, or one batched adder) or a
+        single-environment one."""
         client = None
         if variable_source is not None:
             client = VariableClient(

@@ -17,7 +17,7 @@ import numpy as np
 import tree
 
 from agentkit import core
-from components.adders.base import Adder
+from components.adders.base import Adder, BatchedAdder
 from components.adders.nstep import PriorityFn, stack_transitions
 from components.variable_client import VariableClient
 
@@ -127,13 +127,16 @@ class BatchedFeedForwardActor(BatchedActorBase):
     def __init__(
         self,
         policy: Policy,
-        adders: Sequence[Adder] | None = None,
+        adders: Sequence[Adder] | BatchedAdder | None = None,
         variable_client: VariableClient | None = None,
         priority_fn: PriorityFn | None = None,
         policy_has_extras: bool = False,
         fused_priority_policy: PriorityAndPolicyFn | None = None,
     ):
         """With `priority_fn`, the adders must defer their items (`defer_items=True`).
+
+        `adders`: one adder per environment, or one `BatchedAdder` that takes
+        the batched timesteps whole (no per-slot timesteps are made).
 
         With `policy_has_extras`, the policy returns `(actions, extras)` (e.g.
         IMPALA's behaviour logits) and each environment's adder gets its row.
@@ -144,10 +147,13 @@ class BatchedFeedForwardActor(BatchedActorBase):
         instead of two.
         """
         self._policy = policy
-        self._adders = list(adders or [])
+        self._batched_adder = adders if isinstance(adders, BatchedAdder) else None
+        self._adders = [adders] if self._batched_adder else list(adders or [])
         self._client = variable_client
         self._priority_fn = priority_fn
         self._has_extras = policy_has_extras
+        if self._batched_adder is not None and policy_has_extras:
+            raise ValueError("a BatchedAdder takes no extras: give one adder per environment")
         self._extras = None
         if fused_priority_policy is not None and (priority_fn is None or policy_has_extras):
             raise ValueError("fused_priority_policy needs a priority_fn and a policy without extras")
@@ -167,10 +173,16 @@ class BatchedFeedForwardActor(BatchedActorBase):
         return np.asarray(self._policy(observation))
 
     def observe_first(self, timestep: dm_env.TimeStep) -> None:
+        if self._batched_adder is not None:
+            self._batched_adder.add_first(timestep)
+            return
         for i, adder in enumerate(self._adders):
             adder.add_first(slot_timestep(timestep, i))
 
     def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+        if self._batched_adder is not None:
+            self._observe_batched(action, next_timestep)
+            return
         for i, adder in enumerate(self._adders):
             timestep = slot_timestep(next_timestep, i)
             if timestep.first():
@@ -185,3 +197,20 @@ class BatchedFeedForwardActor(BatchedActorBase):
                                             self._fused)
             self._next = None if actions is None else (observation, actions)
 
+    def _observe_batched(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
+        """One add for all environments; with priorities, one call for all items (and actions)."""
+        adder = self._batched_adder
+        adder.add(action, next_timestep)
+        if self._priority_fn is None:
+            return
+        pending = adder.pending()
+        if pending is None:
+            adder.write_pending()  # Flushes.
+            return
+        observation = next_timestep.observation
+        if self._fused is not None:
+            priorities, actions = self._fused(pending, observation)
+            self._next = (observation, actions)
+        else:
+            priorities = self._priority_fn(pending)
+        adder.write_pending(priorities)

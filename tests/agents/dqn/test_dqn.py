@@ -245,10 +245,12 @@ def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_facto
     assert all(np.isfinite(list(later.values())))  # No NaN reached the table.
 
 
+@pytest.mark.parametrize("batched_adder", [False, True])
 def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
-        reverb_server_factory):
+        batched_adder, reverb_server_factory):
     """Ape-X priorities and the next actions share one compiled call: the separate
-    policy call runs only when no item was pending; actions stay the policy's."""
+    policy call runs only when no item was pending; actions stay the policy's.
+    The same with one adder per environment and with one batched adder."""
     config = DQNConfig(hidden_sizes=(16,), head_hidden_size=16, n_step=2, epsilon_init=0.0,
                        epsilon_final=0.0, batch_size=1, min_replay_size=1, samples_per_insert=0)
     builder = DQNBuilder(config)
@@ -257,7 +259,9 @@ def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
     _, client = reverb_server_factory(builder.make_replay_tables(spec))
     networks = builder.make_networks(spec)
     policy = builder.make_policy(networks, spec)
-    actor = builder.make_actor(policy, networks, [builder.make_adder(client) for _ in envs], None)
+    adders = (builder.make_batched_adder(client, spec, len(envs)) if batched_adder
+              else [builder.make_adder(client) for _ in envs])
+    actor = builder.make_actor(policy, networks, adders, None)
     calls = []
     compiled = policy._policy
     policy._policy = lambda o: (calls.append(1), compiled(o))[1]
@@ -276,4 +280,5 @@ def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
     # yet); the other 4 of every 6 calls are fused: 2 x 5 separate calls in 30.
     assert len(calls) == 10
     assert int(policy._steps.numpy()) == 60  # The schedule counts each row once.
-    assert client.server_info()[builder.table_name].current_size > 0
+    # 5 episodes of 5 steps in each environment: one item per step, none lost.
+    assert client.server_info()[builder.table_name].current_size == 50
