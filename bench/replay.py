@@ -6,14 +6,16 @@ with the tables of `DQNConfig.atari()` (n-step transitions) and
 state), without rate limiters. In one run:
 
 1. memory: 100,000 real Pong transitions (ale-py's vector environment, random
-   actions, 16 games) go through the project's n-step adder; the server's
+   actions, 16 games) go through the project's batched n-step adder (as DQN's
+   batched actors write them); the server's
    resident memory before and after gives bytes per stored transition,
    extrapolated to the 1,000,000 that DQN on Atari keeps. The adder writes
    each step's frame stack once and lets items reference it; copying stacks
    into every item would hold two 84x84x4 stacks per transition (56 GB per
    million, before compression).
 2. inserts/s: a recorded stream of real frames is written (a) through the
-   project's `NStepTransitionAdder` and (b) through a bare trajectory writer
+   project's `NStepTransitionAdder`, (a') in 16 slots at once through its
+   `BatchedNStepTransitionAdder`, and (b) through a bare trajectory writer
    creating one-step transition items; the same for sequences through (c)
    `SequenceAdder` and (d) a bare writer creating an item every 40 steps.
 3. samples/s: batches of 32 transitions through (e) the project's dataset
@@ -47,7 +49,6 @@ from agentkit.specs import make_environment_spec  # noqa: E402
 from agentkit.types import Transition  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from agents.r2d2 import R2D2Builder, R2D2Config  # noqa: E402
-from components.actors.feed_forward import slot_timestep  # noqa: E402
 from components.environments import make_environment, make_vector_environment  # noqa: E402
 
 GAME = "atari:Pong"
@@ -94,28 +95,21 @@ def table_size(client: reverb.Client, table: str) -> int:
 
 
 def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> float:
-    """Writes `count` real transitions through one adder per game; returns steps/s."""
+    """Writes `count` real transitions of 16 games through one batched n-step adder, as
+    DQN's batched actors write them; returns steps/s."""
     num_envs = 16
     env = make_vector_environment(GAME, list(range(num_envs)))
-    adders = [builder.make_adder(client) for _ in range(num_envs)]
+    adder = builder.make_batched_adder(client, None, num_envs)
     rng = np.random.default_rng(0)
-    timestep = env.reset()
-    for i, adder in enumerate(adders):
-        adder.add_first(slot_timestep(timestep, i))
+    adder.add_first(env.reset())
     written, start = 0, time.perf_counter()
     while written < count:
-        actions = rng.integers(0, 6, num_envs)
+        actions = rng.integers(0, 6, num_envs).astype(np.int32)
         timestep = env.step(actions)
-        for i, adder in enumerate(adders):
-            slot = slot_timestep(timestep, i)
-            if slot.first():
-                adder.add_first(slot)
-            else:
-                adder.add(np.int32(actions[i]), slot)
-                written += 1
+        adder.add(actions, timestep)
+        written += int((timestep.step_type != dm_env.StepType.FIRST).sum())
     elapsed = time.perf_counter() - start
-    for adder in adders:
-        adder.close()
+    adder.close()
     env.close()
     return written / elapsed
 
@@ -157,6 +151,25 @@ class StreamFeeder:
             last = t == self._episode_length - 1
             step = dm_env.truncation if last else dm_env.transition
             yield np.int32(t % 6), step(np.float32(t % 3 - 1), frame)
+
+
+def batched_adder_episode(feeders: list[StreamFeeder], adder) -> int:
+    """One episode in each of K slots at once, through a batched adder; returns steps."""
+    steps = 0
+    for pairs in zip(*(feeder.episode() for feeder in feeders)):
+        timesteps = [timestep for _, timestep in pairs]
+        batched = dm_env.TimeStep(
+            step_type=np.array([t.step_type for t in timesteps], np.int8),
+            reward=np.array([t.reward or 0.0 for t in timesteps], np.float32),
+            discount=np.array([1.0 if t.discount is None else t.discount for t in timesteps],
+                              np.float32),
+            observation=np.stack([t.observation for t in timesteps]))
+        if pairs[0][0] is None:
+            adder.add_first(batched)
+        else:
+            adder.add(np.array([action for action, _ in pairs], np.int32), batched)
+            steps += len(pairs)
+    return steps
 
 
 def adder_episode(feeder: StreamFeeder, adder, extras=None) -> int:
@@ -261,6 +274,14 @@ def main(argv=None) -> int:
         adder = dqn.make_adder(client)
         rates["nstep_adder_steps_per_s"] = timed(args.window_s, lambda: adder_episode(feeder, adder))
         adder.close()
+        num_envs = 16
+        feeders = [StreamFeeder(frames) for _ in range(num_envs)]
+        for i, f in enumerate(feeders):
+            f._cursor = 97 * i  # Different frames in each slot.
+        batched_adder = dqn.make_batched_adder(client, None, num_envs)
+        rates["batched_nstep_adder_steps_per_s"] = timed(
+            args.window_s, lambda: batched_adder_episode(feeders, batched_adder))
+        batched_adder.close()
         writer = client.trajectory_writer(num_keep_alive_refs=2)
         rates["bare_transition_writer_steps_per_s"] = timed(
             args.window_s, lambda: bare_transition_episode(feeder, writer, table))
@@ -291,6 +312,8 @@ def main(argv=None) -> int:
         report["ratios"] = {
             "nstep_adder_vs_bare": round(rates["nstep_adder_steps_per_s"]
                                          / rates["bare_transition_writer_steps_per_s"], 3),
+            "batched_nstep_adder_vs_bare": round(rates["batched_nstep_adder_steps_per_s"]
+                                                 / rates["bare_transition_writer_steps_per_s"], 3),
             "sequence_adder_vs_bare": round(rates["sequence_adder_steps_per_s"]
                                             / rates["bare_sequence_writer_steps_per_s"], 3),
             "dataset_vs_bare": round(rates["dataset_samples_per_s"]
@@ -299,6 +322,8 @@ def main(argv=None) -> int:
         r = report["ratios"]
         print(f"[replay] inserts: n-step adder {rates['nstep_adder_steps_per_s']:,.0f}/s vs bare "
               f"{rates['bare_transition_writer_steps_per_s']:,.0f}/s ({r['nstep_adder_vs_bare']:.0%})"
+              f"; batched n-step adder (16 slots) {rates['batched_nstep_adder_steps_per_s']:,.0f}"
+              f" steps/s ({r['batched_nstep_adder_vs_bare']:.0%})"
               f"; sequence adder {rates['sequence_adder_steps_per_s']:,.0f} steps/s vs bare "
               f"{rates['bare_sequence_writer_steps_per_s']:,.0f} ({r['sequence_adder_vs_bare']:.0%})",
               flush=True)
@@ -310,7 +335,9 @@ def main(argv=None) -> int:
             json.dump(report, f, indent=1)
         m = report["memory"]
         print(f"[replay] summary: {m['gb_per_million']} GB per million Atari transitions; adders "
-              f"{r['nstep_adder_vs_bare']:.0%} (n-step) and {r['sequence_adder_vs_bare']:.0%} "
+              f"{r['nstep_adder_vs_bare']:.0%} (n-step), "
+              f"{r['batched_nstep_adder_vs_bare']:.0%} (batched n-step) and "
+              f"{r['sequence_adder_vs_bare']:.0%} "
               f"(sequence) of bare inserts, dataset {r['dataset_vs_bare']:.0%} of bare samples "
               f"-> {args.out}")
     finally:
