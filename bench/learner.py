@@ -10,6 +10,7 @@ rate limiter holds the learner, so the ratio is the cost of the data path.
 For each batch size, prints one line and writes bench/results/learner.json.
 
     python bench/learner.py --batch_sizes=32,256 --window_s=20
+    python bench/learner.py --network=mlp --batch_sizes=64 --window_s=10   # CartPole's MLP
 """
 
 from __future__ import annotations
@@ -35,17 +36,27 @@ from launch_programs.devices import configure_tensorflow  # noqa: E402
 from tests import fakes  # noqa: E402
 
 
+def random_observation(rng, spec) -> np.ndarray:
+    """Random frames (uint8) or random vectors (float32) of the observation spec."""
+    shape, dtype = spec.observations.shape, spec.observations.dtype
+    if dtype == np.uint8:
+        return rng.integers(0, 255, shape, np.uint8)
+    return rng.normal(size=shape).astype(dtype)
+
+
 def fill(address: str, builder: DQNBuilder, spec, num_transitions: int, seed: int = 0) -> None:
-    """Writes random-frame episodes through the project's n-step adder."""
+    """Writes random-observation episodes through the project's n-step adder."""
     rng = np.random.default_rng(seed)
     adder = builder.make_adder(reverb.Client(address), spec)
+    num_actions = int(spec.actions.num_values)
     written, episode_length = 0, 100
     while written < num_transitions:
-        adder.add_first(dm_env.restart(rng.integers(0, 255, (84, 84, 4), np.uint8)))
+        adder.add_first(dm_env.restart(random_observation(rng, spec)))
         for t in range(episode_length):
-            frame = rng.integers(0, 255, (84, 84, 4), np.uint8)
+            observation = random_observation(rng, spec)
             step = dm_env.transition if t < episode_length - 1 else dm_env.truncation
-            adder.add(np.int32(rng.integers(0, 6)), step(np.float32(rng.normal()), frame))
+            adder.add(np.int32(rng.integers(0, num_actions)),
+                      step(np.float32(rng.normal()), observation))
         written += episode_length
     adder.close()
 
@@ -73,12 +84,19 @@ class ConstantIterator:
         return self._sample
 
 
-def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float) -> dict:
+def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float,
+            network: str = "atari") -> dict:
     # New items at priority 1: the actor-side priorities need an actor's network.
-    config = DQNConfig.atari(batch_size=batch_size, min_replay_size=batch_size,
-                             samples_per_insert=0.0, actor_priorities=False)
+    common = dict(batch_size=batch_size, min_replay_size=batch_size, samples_per_insert=0.0,
+                  actor_priorities=False)
+    if network == "atari":
+        config = DQNConfig.atari(**common)
+        spec = make_environment_spec(fakes.fake_atari())
+    else:  # time_to_solve's CartPole network: MLP 256x256, dueling, no head layer.
+        config = DQNConfig(hidden_sizes=(256, 256), head_hidden_size=0,
+                           learning_rate_decay_steps=0, **common)
+        spec = make_environment_spec(fakes.discrete_environment(2, (4,)))
     builder = DQNBuilder(config)
-    spec = make_environment_spec(fakes.fake_atari())
     server = ReplayServer(builder.make_replay_tables(spec))
     try:
         fill(server.address(), builder, spec, num_transitions)
@@ -94,6 +112,7 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
     finally:
         server.stop()
     return {
+        "network": network,
         "batch_size": batch_size,
         "reverb_steps_per_s": round(reverb_rate, 2), "reverb_steps": reverb_steps,
         "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
@@ -108,15 +127,22 @@ def main(argv=None) -> int:
     parser.add_argument("--transitions", type=int, default=5000)
     parser.add_argument("--warmup_steps", type=int, default=10)
     parser.add_argument("--window_s", type=float, default=20.0)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                      "learner.json"))
+    parser.add_argument("--network", default="atari", choices=["atari", "mlp"],
+                        help="atari: the Nature CNN on 84x84x4 frames; mlp: CartPole's MLP")
+    parser.add_argument("--out", default=None,
+                        help="default: bench/results/learner.json (learner_mlp.json for mlp)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        name = "learner.json" if args.network == "atari" else "learner_mlp.json"
+        args.out = os.path.join(os.path.dirname(__file__), "results", name)
     configure_tensorflow()  # GPU memory growth where there is a GPU.
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
-        run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s)
+        run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
+                      args.network)
         runs.append(run)
-        print(f"[learner] batch={batch_size} from Reverb {run['reverb_steps_per_s']} steps/s, "
+        print(f"[learner] {args.network} batch={batch_size} from Reverb "
+              f"{run['reverb_steps_per_s']} steps/s, "
               f"from memory {run['memory_steps_per_s']} steps/s, ratio "
               f"{run['ratio_reverb_to_memory']}", flush=True)
     report = {"runs": runs, "machine": f"{platform.node()}, {os.cpu_count()} cpus",
