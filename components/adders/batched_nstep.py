@@ -38,7 +38,7 @@ import tree
 
 from agentkit.types import Transition
 from components.adders.base import BatchedAdder
-from components.adders.nstep import PriorityFn, nstep_return
+from components.adders.nstep import PriorityFn, check_nstep_arguments, nstep_return
 
 _FIRST = int(dm_env.StepType.FIRST)
 _LAST = int(dm_env.StepType.LAST)
@@ -66,10 +66,7 @@ class BatchedNStepTransitionAdder(BatchedAdder):
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
-        if not 0.0 <= discount <= 1.0:
-            raise ValueError(f"discount must be in [0, 1], got {discount}")
+        check_nstep_arguments(n_step, discount)
         self.num_envs = num_envs
         self._table = table
         self._n = n_step

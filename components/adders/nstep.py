@@ -41,6 +41,14 @@ def stack_transitions(transitions: list[Transition]) -> Transition:
     return tree.map_structure(lambda *xs: np.stack(xs), *transitions)
 
 
+def check_nstep_arguments(n_step: int, discount: float) -> None:
+    """Clear errors for an n-step length or a discount out of range."""
+    if n_step < 1:
+        raise ValueError(f"n_step must be >= 1, got {n_step}")
+    if not 0.0 <= discount <= 1.0:
+        raise ValueError(f"discount must be in [0, 1], got {discount}")
+
+
 def nstep_return(rewards, discounts, gamma: float) -> tuple[float, float]:
     """(R, D) of the formula above for one transition's m rewards and discounts."""
     total, factor = 0.0, 1.0
@@ -69,10 +77,7 @@ class NStepTransitionAdder(Adder):
         max_in_flight_items: int = 4,
         defer_items: bool = False,
     ):
-        if n_step < 1:
-            raise ValueError(f"n_step must be >= 1, got {n_step}")
-        if not 0.0 <= discount <= 1.0:
-            raise ValueError(f"discount must be in [0, 1], got {discount}")
+        check_nstep_arguments(n_step, discount)
         self._table = table
         self._n = n_step
         self._gamma = discount

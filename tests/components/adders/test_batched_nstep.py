@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from agentkit.types import Transition
 from components.adders import BatchedNStepTransitionAdder, NStepTransitionAdder
-from tests.components.adders.test_nstep import CASES, SIGNATURE, _read_all
+from tests.components.adders.test_nstep import CASES, SIGNATURE, _read_all, episode_stream
 
 FIRST, MID, LAST = (dm_env.StepType.FIRST, dm_env.StepType.MID, dm_env.StepType.LAST)
 
@@ -31,21 +31,6 @@ def _batched(timesteps: list[dm_env.TimeStep]) -> dm_env.TimeStep:
     )
 
 
-def _slot_stream(length: int, offset: float, end: str) -> list[tuple]:
-    """(action, timestep) pairs of one episode, the first with action None."""
-    stream = [(None, dm_env.restart(np.float32(offset)))]
-    for k in range(1, length + 1):
-        obs, reward = np.float32(offset + k), float(k)
-        if k < length or end == "none":
-            timestep = dm_env.transition(reward, obs)
-        elif end == "termination":
-            timestep = dm_env.termination(reward, obs)
-        else:
-            timestep = dm_env.truncation(reward, obs, discount=1.0)
-        stream.append((np.int32(offset + k - 1), timestep))
-    return stream
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_single_slot_items_are_exact(name, reverb_server_factory):
     n, episodes, expected = CASES[name]
@@ -53,7 +38,7 @@ def test_single_slot_items_are_exact(name, reverb_server_factory):
         [reverb.Table.queue("queue", 100, signature=SIGNATURE)])
     adder = BatchedNStepTransitionAdder(client, "queue", num_envs=1, n_step=n, discount=0.5)
     stream = [pair for i, (length, end) in enumerate(episodes)
-              for pair in _slot_stream(length, 100.0 * i, end)]
+              for pair in episode_stream(length, 100.0 * i, end)]
     adder.add_first(_batched([stream[0][1]]))
     for action, timestep in stream[1:]:
         adder.add(np.array([0 if action is None else action], np.int32), _batched([timestep]))
@@ -73,7 +58,7 @@ def _random_streams(rng, num_envs: int, steps: int) -> list[list[tuple]]:
             length = int(rng.integers(1, 9))
             end = ["termination", "truncation", "none"][int(rng.integers(3))]
             offset = 1000.0 * slot + 20.0 * episode
-            stream += _slot_stream(length, offset, end)
+            stream += episode_stream(length, offset, end)
             episode += 1
         streams.append(stream[:steps + 1])
     return streams
@@ -122,7 +107,7 @@ def test_deferred_items_get_the_given_priorities(reverb_server_factory):
         [reverb.Table.queue("queue", 100, signature=SIGNATURE)])
     adder = BatchedNStepTransitionAdder(client, "queue", num_envs=2, n_step=2, discount=0.5,
                                         defer_items=True)
-    streams = [_slot_stream(3, 0.0, "termination"), _slot_stream(4, 1000.0, "none")]
+    streams = [episode_stream(3, 0.0, "termination"), episode_stream(4, 1000.0, "none")]
     adder.add_first(_batched([streams[0][0][1], streams[1][0][1]]))
     assert adder.pending() is None
     written = []

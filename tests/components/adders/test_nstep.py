@@ -24,8 +24,10 @@ SIGNATURE = Transition(
 )
 
 
-def _episode(adder, length, offset=0.0, end="termination"):
-    adder.add_first(dm_env.restart(np.float32(offset)))
+def episode_stream(length: int, offset: float = 0.0, end: str = "termination") -> list[tuple]:
+    """(action, timestep) pairs of one episode, the first with action None: observations
+    offset + k, rewards k; it ends in a termination, a truncation, or not at all ("none")."""
+    stream = [(None, dm_env.restart(np.float32(offset)))]
     for k in range(1, length + 1):
         obs, reward = np.float32(offset + k), float(k)
         if k < length or end == "none":
@@ -34,7 +36,16 @@ def _episode(adder, length, offset=0.0, end="termination"):
             timestep = dm_env.termination(reward, obs)
         else:
             timestep = dm_env.truncation(reward, obs)
-        adder.add(np.int32(offset + k - 1), timestep)
+        stream.append((np.int32(offset + k - 1), timestep))
+    return stream
+
+
+def _episode(adder, length, offset=0.0, end="termination"):
+    for action, timestep in episode_stream(length, offset, end):
+        if action is None:
+            adder.add_first(timestep)
+        else:
+            adder.add(action, timestep)
 
 
 CASES = {
