@@ -148,7 +148,7 @@ class BatchedFeedForwardActor(BatchedActorBase):
         """
         self._policy = policy
         self._batched_adder = adders if isinstance(adders, BatchedAdder) else None
-        self._adders = [adders] if self._batched_adder else list(adders or [])
+        self._adders = [adders] if self._batched_adder is not None else list(adders or [])
         self._client = variable_client
         self._priority_fn = priority_fn
         self._has_extras = policy_has_extras
