@@ -50,6 +50,7 @@ from agentkit.types import Transition  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from agents.r2d2 import R2D2Builder, R2D2Config  # noqa: E402
 from components.environments import make_environment, make_vector_environment  # noqa: E402
+from components.environments.batched import stack_timesteps  # noqa: E402
 
 GAME = "atari:Pong"
 STACK_BYTES = 84 * 84 * 4
@@ -157,13 +158,7 @@ def batched_adder_episode(feeders: list[StreamFeeder], adder) -> int:
     """One episode in each of K slots at once, through a batched adder; returns steps."""
     steps = 0
     for pairs in zip(*(feeder.episode() for feeder in feeders)):
-        timesteps = [timestep for _, timestep in pairs]
-        batched = dm_env.TimeStep(
-            step_type=np.array([t.step_type for t in timesteps], np.int8),
-            reward=np.array([t.reward or 0.0 for t in timesteps], np.float32),
-            discount=np.array([1.0 if t.discount is None else t.discount for t in timesteps],
-                              np.float32),
-            observation=np.stack([t.observation for t in timesteps]))
+        batched = stack_timesteps([timestep for _, timestep in pairs])
         if pairs[0][0] is None:
             adder.add_first(batched)
         else:

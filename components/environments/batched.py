@@ -24,7 +24,9 @@ import numpy as np
 import tree
 
 
-def _stack(timesteps: Sequence[dm_env.TimeStep]) -> dm_env.TimeStep:
+def stack_timesteps(timesteps: Sequence[dm_env.TimeStep]) -> dm_env.TimeStep:
+    """One timestep with a leading K axis from K environments' timesteps (a FIRST's
+    missing reward reads 0, its missing discount 1)."""
     return dm_env.TimeStep(
         step_type=np.array([t.step_type for t in timesteps], dtype=np.int8),
         reward=np.array([0.0 if t.reward is None else t.reward for t in timesteps], np.float32),
@@ -70,7 +72,7 @@ class BatchedEnvironment:
     def reset(self) -> dm_env.TimeStep:
         timesteps = [env.reset() for env in self._envs]
         self._last[:] = False
-        return _stack(timesteps)
+        return stack_timesteps(timesteps)
 
     def step(self, actions) -> dm_env.TimeStep:
         timesteps = []
@@ -81,7 +83,7 @@ class BatchedEnvironment:
                 timestep = self._recover(i, error)
             self._last[i] = timestep.last()
             timesteps.append(timestep)
-        return _stack(timesteps)
+        return stack_timesteps(timesteps)
 
     def step_async(self, actions) -> None:
         """Starts `step(actions)` in a worker thread; `step_wait` returns its timestep."""

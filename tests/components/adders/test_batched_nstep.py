@@ -15,20 +15,10 @@ import tensorflow as tf
 
 from agentkit.types import Transition
 from components.adders import BatchedNStepTransitionAdder, NStepTransitionAdder
+from components.environments.batched import stack_timesteps
 from tests.components.adders.test_nstep import CASES, SIGNATURE, _read_all, episode_stream
 
 FIRST, MID, LAST = (dm_env.StepType.FIRST, dm_env.StepType.MID, dm_env.StepType.LAST)
-
-
-def _batched(timesteps: list[dm_env.TimeStep]) -> dm_env.TimeStep:
-    """Slot timesteps stacked as BatchedEnvironment returns them."""
-    return dm_env.TimeStep(
-        step_type=np.array([t.step_type for t in timesteps], np.int8),
-        reward=np.array([0.0 if t.reward is None else t.reward for t in timesteps], np.float32),
-        discount=np.array([1.0 if t.discount is None else t.discount for t in timesteps],
-                          np.float32),
-        observation=np.stack([t.observation for t in timesteps]),
-    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -39,9 +29,9 @@ def test_single_slot_items_are_exact(name, reverb_server_factory):
     adder = BatchedNStepTransitionAdder(client, "queue", num_envs=1, n_step=n, discount=0.5)
     stream = [pair for i, (length, end) in enumerate(episodes)
               for pair in episode_stream(length, 100.0 * i, end)]
-    adder.add_first(_batched([stream[0][1]]))
+    adder.add_first(stack_timesteps([stream[0][1]]))
     for action, timestep in stream[1:]:
-        adder.add(np.array([0 if action is None else action], np.int32), _batched([timestep]))
+        adder.add(np.array([0 if action is None else action], np.int32), stack_timesteps([timestep]))
     adder.close()
     items = [item for item, _ in _read_all(server, client)]
     assert items == [tuple(float(x) for x in e) for e in expected]
@@ -75,13 +65,13 @@ def test_many_slots_match_per_environment_adders(n_step, reverb_server_factory):
     batched = BatchedNStepTransitionAdder(client, "batched", num_envs, n_step, 0.9,
                                           max_in_flight_items=2)
     singles = [NStepTransitionAdder(client, "single", n_step, 0.9) for _ in range(num_envs)]
-    batched.add_first(_batched([s[0][1] for s in streams]))
+    batched.add_first(stack_timesteps([s[0][1] for s in streams]))
     for adder, stream in zip(singles, streams):
         adder.add_first(stream[0][1])
     for t in range(1, steps + 1):
         pairs = [s[t] for s in streams]
         actions = np.array([0 if a is None else a for a, _ in pairs], np.int32)
-        batched.add(actions, _batched([ts for _, ts in pairs]))
+        batched.add(actions, stack_timesteps([ts for _, ts in pairs]))
         for adder, (action, timestep) in zip(singles, pairs):
             if timestep.first():
                 adder.add_first(timestep)
@@ -108,12 +98,12 @@ def test_deferred_items_get_the_given_priorities(reverb_server_factory):
     adder = BatchedNStepTransitionAdder(client, "queue", num_envs=2, n_step=2, discount=0.5,
                                         defer_items=True)
     streams = [episode_stream(3, 0.0, "termination"), episode_stream(4, 1000.0, "none")]
-    adder.add_first(_batched([streams[0][0][1], streams[1][0][1]]))
+    adder.add_first(stack_timesteps([streams[0][0][1], streams[1][0][1]]))
     assert adder.pending() is None
     written = []
     for t in range(1, 4):
         pairs = [streams[0][t], streams[1][t]]
-        adder.add(np.array([a for a, _ in pairs], np.int32), _batched([ts for _, ts in pairs]))
+        adder.add(np.array([a for a, _ in pairs], np.int32), stack_timesteps([ts for _, ts in pairs]))
         pending = adder.pending()
         assert adder.items_written == len(written)  # Nothing reaches replay before its priority.
         if t == 1:  # No item is complete yet.
@@ -179,6 +169,6 @@ def test_bad_input_raises(reverb_server_factory):
         BatchedNStepTransitionAdder(client, "queue", num_envs=1, n_step=0, discount=0.9)
     adder = BatchedNStepTransitionAdder(client, "queue", num_envs=1, n_step=1, discount=0.9)
     with pytest.raises(ValueError, match="FIRST"):
-        adder.add_first(_batched([dm_env.transition(1.0, np.float32(1))]))
+        adder.add_first(stack_timesteps([dm_env.transition(1.0, np.float32(1))]))
     with pytest.raises(ValueError, match="before add_first"):
-        adder.add(np.zeros(1, np.int32), _batched([dm_env.transition(1.0, np.float32(1))]))
+        adder.add(np.zeros(1, np.int32), stack_timesteps([dm_env.transition(1.0, np.float32(1))]))
