@@ -12,6 +12,7 @@ import tensorflow as tf
 from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger, NoOpLogger
+from components.step_loop import StepLoop
 
 
 class LinearDecay:
@@ -113,17 +114,24 @@ class QLearnerBase(VariablesSaveable, core.Learner):
     `_iterator`, `_step_logger`, and `_step_fn(sample)`, a compiled step that
     returns its metrics with `loss`, `grad_norm` and a `finite` flag (an
     update whose loss was not finite was skipped inside it). A subclass whose
-    call makes several SGD steps sets `_steps_per_call`.
+    `_step_fn` makes several SGD steps sets `_steps_per_call`; one that runs
+    several batches per `step()` (see `StepLoop`) sets `_batches_per_call`.
     """
 
     _steps_per_call = 1
+    _batches_per_call = 1
+    _step_loop: StepLoop | None = None
 
     def step(self) -> None:
-        sample = next(self._iterator)
-        metrics = self._step_fn(sample)
-        if not bool(metrics.pop("finite")):
+        if self._step_loop is None or self._step_loop.iterator is not self._iterator:
+            self._step_loop = StepLoop(self._step_fn, self._iterator, self._batches_per_call)
+        metrics, batches = self._step_loop()
+        finite = bool(metrics.pop("finite"))
+        # A non-finite step (always the loop's last) changed nothing; those before it count.
+        applied = batches if finite else batches - 1
+        self._step_logger.record(metrics, steps=applied * self._steps_per_call)
+        if not finite:
             check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
-        self._step_logger.record(metrics, steps=self._steps_per_call)
 
     @property
     def num_steps(self) -> int:

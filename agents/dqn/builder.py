@@ -164,6 +164,7 @@ class DQNBuilder:
             adam_epsilon=c.adam_epsilon,
             double_q=c.double_q,
             num_sgd_steps_per_step=c.num_sgd_steps_per_step,
+            batches_per_call=c.batches_per_call,
             replay_client=client,
             table=self.table_name,
             counter=counter,

@@ -31,6 +31,10 @@ class DQNConfig:
     # SGD steps per learner call, on batches sampled together (amortises the
     # call and the Reverb round trips; pays for small networks).
     num_sgd_steps_per_step: int = 1
+    # Batches (each sampled, learned from and its priorities written) per
+    # learner call, run in one compiled loop: the same steps as that many
+    # calls, without the Python between them (pays for small networks).
+    batches_per_call: int = 1
     learning_rate: float = 5e-4  # Adam step size.
     learning_rate_final: float = 2.5e-5  # Rate at the end of the decay.
     learning_rate_decay_steps: int = 12_500  # Learner steps of linear decay (0: constant rate).
@@ -76,6 +80,7 @@ class DQNConfig:
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
         require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
+        require(self.batches_per_call >= 1, "batches_per_call", ">= 1", self.batches_per_call)
         require(self.num_sgd_steps_per_step >= 1, "num_sgd_steps_per_step", ">= 1",
                 self.num_sgd_steps_per_step)
         require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)

@@ -23,6 +23,10 @@ share one of each. Priorities of a slice are those of the weights before
 its own step, as with K = 1. A slice whose loss is not finite is skipped
 (weights and its items' priorities untouched), the other slices still
 apply, and the call then raises NonFiniteLossError.
+
+With `batches_per_call = N > 1` one `step()` runs N such steps, each on a
+batch of its own, in one compiled loop (`components.step_loop.StepLoop`):
+the same updates as N calls, without the Python between them.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class DQNLearner(QLearnerBase):
         adam_epsilon: float = 1e-8,
         double_q: bool = True,
         num_sgd_steps_per_step: int = 1,
+        batches_per_call: int = 1,
         replay_client: reverb.TFClient | None = None,
         table: str | None = None,
         counter: Counter | None = None,
@@ -93,6 +98,9 @@ class DQNLearner(QLearnerBase):
         if num_sgd_steps_per_step < 1:
             raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {num_sgd_steps_per_step}")
         self._steps_per_call = int(num_sgd_steps_per_step)
+        if batches_per_call < 1:
+            raise ValueError(f"batches_per_call must be >= 1, got {batches_per_call}")
+        self._batches_per_call = int(batches_per_call)
         self._replay_client = replay_client
         self._table = table
         self._step_logger = StepLogger(counter, logger, log_every_s)

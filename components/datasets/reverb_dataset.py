@@ -61,15 +61,29 @@ class RestartingIterator:
         return self
 
     def __next__(self):
-        while not self._should_stop():
-            if self._iterator is None:
-                self._iterator = self._make_iterator()
+        while True:
+            iterator = self.current()
             try:
-                return next(self._iterator)
+                return next(iterator)
             except StopIteration:
-                self._iterator = None
-                self.restarts += 1
-        raise StopIteration
+                self.restart()
+
+    def current(self) -> Iterator:
+        """The live dataset iterator (a new one if the last ended); StopIteration once stopped.
+
+        A compiled learner loop reads this tf.data iterator inside its graph
+        and calls `restart()` when it reaches the end.
+        """
+        if self._should_stop():
+            raise StopIteration
+        if self._iterator is None:
+            self._iterator = self._make_iterator()
+        return self._iterator
+
+    def restart(self) -> None:
+        """Drops the current iterator (it ended): the next `current()` starts a new one."""
+        self._iterator = None
+        self.restarts += 1
 
 
 def make_batch_iterator(

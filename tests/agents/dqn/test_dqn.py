@@ -22,7 +22,7 @@ from tests import fakes
 @pytest.mark.parametrize("field,value", [
     ("batch_size", 0), ("discount", 1.5), ("n_step", 0), ("torso", "resnet"),
     ("epsilon_final", -0.1), ("max_replay_size", 10), ("learning_rate", 0.0),
-    ("num_sgd_steps_per_step", 0),
+    ("num_sgd_steps_per_step", 0), ("batches_per_call", 0),
 ])
 def test_bad_config_values_name_their_field(field, value):
     with pytest.raises(ConfigError, match=f"--{field}: must be"):
@@ -223,6 +223,42 @@ def test_k_sgd_steps_per_call_equal_k_single_steps_on_the_slices(reverb_server_f
     assert len(common) >= 10
     for k in common:  # Each item's priority is its |td| before its own slice's step.
         assert triple_priorities[k] == pytest.approx(single_priorities[k], rel=1e-4, abs=1e-6)
+
+
+def test_three_batches_per_call_equal_three_single_step_calls(reverb_server_factory):
+    """batches_per_call=3: one compiled loop over three batches gives the same weights,
+    target copies, step count and priorities as three calls on them in turn."""
+    tf.random.set_seed(2)
+    builder, single, client, spec, _ = _setup(reverb_server_factory, target_update_period=2,
+                                              learning_rate=1e-2)
+    address = client.server_address
+    start = single.save()
+    samples = [next(single._iterator) for _ in range(3)]
+    for sample in samples:
+        single._step_fn(sample)
+    single_priorities = _priorities(client, builder.table_name)
+    looped_builder = DQNBuilder(dataclasses.replace(builder.config, batches_per_call=3))
+    counter = Counter(prefix="learner")
+    dataset = tf.data.Dataset.from_tensors(samples[0])
+    for sample in samples[1:]:
+        dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
+    looped = looped_builder.make_learner(looped_builder.make_networks(spec), spec,
+                                         iter(dataset), address, counter=counter)
+    looped.restore(start)
+    looped.step()
+    assert looped._step_loop._compiled  # One compiled call, not a Python loop.
+    assert looped.num_steps == 3 and counter.get_counts()["learner_steps"] == 3
+    for name in ("q", "q_target"):  # Step 2 copied the target; step 3 moved the online net.
+        for a, b in zip(single.get_variables([name])[0], looped.get_variables([name])[0]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    looped_priorities = _priorities(client, builder.table_name)
+    keys = {int(k) for sample in samples for k in sample.info.key.numpy()}
+    common = keys & set(looped_priorities) & set(single_priorities)
+    assert len(common) >= 10
+    for k in common:  # The last batch holding an item wrote its priority, in both.
+        assert looped_priorities[k] == pytest.approx(single_priorities[k], rel=1e-4, abs=1e-6)
+    with pytest.raises(StopIteration):  # The three batches were all used.
+        looped.step()
 
 
 def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_factory):

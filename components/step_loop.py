@@ -1,0 +1,94 @@
+"""Several learner steps in one compiled call, each on its own batch.
+
+For a small network a learner step's Python costs more than its arithmetic:
+the `next()` on the dataset, the call into the compiled step, and in a
+threaded program the hand-offs of the GIL with the actor threads. Measured on
+CartPole's 256x256 MLP (batch 64, 2 cores): 0.87 ms per step called from
+Python, 0.49 ms per step with 32 steps in one compiled loop.
+
+`StepLoop` reads up to N batches from the tf.data iterator inside the graph
+and runs the learner's compiled step on each in turn. Every step is what a
+separate `step_fn(next(iterator))` would be (its own sample, its own update
+and priority write, in the same order); only the Python between them is gone.
+The loop stops early at the end of the dataset (a Reverb rate-limiter
+timeout ends it) and after a step whose update was skipped as not finite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+import tensorflow as tf
+
+Metrics = Mapping[str, tf.Tensor]
+
+
+class StepLoop:
+    """Calls `step_fn` on up to `steps` batches of `iterator` per call.
+
+    `step_fn(sample)` is a tf.function returning a dict of metrics with a
+    boolean `finite` (False: the step's update was skipped). `iterator` is a
+    tf.data iterator, or one with `current()` and `restart()` (the project's
+    `RestartingIterator`): then the loop runs in one compiled call. Any other
+    iterator (a Python one, as in tests) gets the same steps from a Python
+    loop.
+    """
+
+    def __init__(self, step_fn: Callable[..., Metrics], iterator: Iterator, steps: int):
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        self._step_fn = step_fn
+        self.iterator = iterator
+        self._steps = int(steps)
+        self._restartable = hasattr(iterator, "current") and hasattr(iterator, "restart")
+        self._compiled = steps > 1 and (self._restartable
+                                        or isinstance(iterator, tf.data.Iterator))
+        if self._compiled:
+            self._loop_fn = tf.function(self._loop)
+
+    def __call__(self) -> tuple[Metrics, int]:
+        """(metrics of the last step, steps run); StopIteration if no batch came at all."""
+        if not self._compiled:
+            return self._python_loop()
+        while True:
+            iterator = self.iterator.current() if self._restartable else self.iterator
+            try:
+                metrics, steps, ended = self._loop_fn(iterator)
+            except tf.errors.OutOfRangeError:  # Ended before its first batch.
+                if not self._restartable:
+                    raise StopIteration from None
+                self.iterator.restart()
+                continue
+            if bool(ended) and self._restartable:
+                self.iterator.restart()
+            return dict(metrics), int(steps)
+
+    def _loop(self, iterator):
+        metrics = self._step_fn(next(iterator))
+        steps = tf.constant(1)
+        ended = tf.constant(False)
+        for _ in tf.range(self._steps - 1):
+            if not metrics["finite"]:
+                break
+            optional = iterator.get_next_as_optional()
+            if not optional.has_value():
+                ended = tf.constant(True)
+                break
+            metrics = self._step_fn(optional.get_value())
+            steps += 1
+        return metrics, steps, ended
+
+    def _python_loop(self) -> tuple[Metrics, int]:
+        metrics, steps = None, 0
+        for _ in range(self._steps):
+            try:
+                sample = next(self.iterator)
+            except StopIteration:
+                if steps == 0:
+                    raise
+                break
+            metrics = self._step_fn(sample)
+            steps += 1
+            if not bool(metrics["finite"]):
+                break
+        return dict(metrics), steps
