@@ -12,6 +12,7 @@ import tensorflow as tf
 from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger, NoOpLogger
+from components.priority_writer import PriorityWriter
 from components.step_loop import StepLoop
 
 
@@ -107,31 +108,56 @@ def check_finite(metrics: Mapping[str, tf.Tensor], terms: Sequence[str], step: i
                 f"and the learner keeps its last good state")
 
 
-class QLearnerBase(VariablesSaveable, core.Learner):
-    """What Q-learners with an online and a target network share (DQN, R2D2).
+class LoopedStep:
+    """A learner's `step()`: its compiled `_step_fn` on one or more batches, counted and logged.
 
-    Subclasses set `_network`, `_target_network`, `_optimizer`, `_num_steps`,
-    `_iterator`, `_step_logger`, and `_step_fn(sample)`, a compiled step that
-    returns its metrics with `loss`, `grad_norm` and a `finite` flag (an
-    update whose loss was not finite was skipped inside it). A subclass whose
-    `_step_fn` makes several SGD steps sets `_steps_per_call`; one that runs
-    several batches per `step()` (see `StepLoop`) sets `_batches_per_call`.
+    Subclasses set `_iterator`, `_step_logger`, `_num_steps` and
+    `_step_fn(sample)`, a compiled step returning its metrics with a `finite`
+    flag (an update whose loss was not finite was skipped inside it) and the
+    loss terms named in `_finite_terms`. A `_step_fn` that makes several SGD
+    steps sets `_steps_per_call`; `_batches_per_call = N` runs N batches per
+    `step()` in one compiled loop (see `StepLoop`). A learner that writes
+    priorities through a `_priority_writer` gets it flushed after each call.
     """
 
+    _finite_terms: tuple[str, ...] = ("loss",)
     _steps_per_call = 1
     _batches_per_call = 1
     _step_loop: StepLoop | None = None
+    _priority_writer: PriorityWriter | None = None  # Flushed at the end of each call.
+
+    def _setup_step_loop(self, batches_per_call: int, replay_client=None,
+                         table: str | None = None) -> None:
+        """N batches per call; priorities (if a client is given) written once per call."""
+        if batches_per_call < 1:
+            raise ValueError(f"batches_per_call must be >= 1, got {batches_per_call}")
+        self._batches_per_call = int(batches_per_call)
+        if replay_client is not None:
+            self._priority_writer = PriorityWriter(replay_client, table,
+                                                   batched=self._batches_per_call > 1)
 
     def step(self) -> None:
         if self._step_loop is None or self._step_loop.iterator is not self._iterator:
-            self._step_loop = StepLoop(self._step_fn, self._iterator, self._batches_per_call)
+            writer = self._priority_writer
+            self._step_loop = StepLoop(self._step_fn, self._iterator, self._batches_per_call,
+                                       writer.flush if writer is not None else None)
         metrics, batches = self._step_loop()
         finite = bool(metrics.pop("finite"))
         # A non-finite step (always the loop's last) changed nothing; those before it count.
         applied = batches if finite else batches - 1
         self._step_logger.record(metrics, steps=applied * self._steps_per_call)
         if not finite:
-            check_finite(metrics, ["loss", "grad_norm"], self.num_steps + 1)
+            check_finite(metrics, self._finite_terms, self.num_steps + 1)
+
+
+class QLearnerBase(LoopedStep, VariablesSaveable, core.Learner):
+    """What Q-learners with an online and a target network share (DQN, R2D2).
+
+    Subclasses set `_network`, `_target_network`, `_optimizer`, and what
+    `LoopedStep` needs; their step's metrics carry `loss` and `grad_norm`.
+    """
+
+    _finite_terms = ("loss", "grad_norm")
 
     @property
     def num_steps(self) -> int:

@@ -12,6 +12,8 @@ separate `step_fn(next(iterator))` would be (its own sample, its own update
 and priority write, in the same order); only the Python between them is gone.
 The loop stops early at the end of the dataset (a Reverb rate-limiter
 timeout ends it) and after a step whose update was skipped as not finite.
+`end_of_call`, if given, runs inside the same compiled call after the
+steps (a `PriorityWriter.flush`: one priority write per call).
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ class StepLoop:
     loop.
     """
 
-    def __init__(self, step_fn: Callable[..., Metrics], iterator: Iterator, steps: int):
+    def __init__(self, step_fn: Callable[..., Metrics], iterator: Iterator, steps: int,
+                 end_of_call: Callable[[], None] | None = None):
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self._step_fn = step_fn
         self.iterator = iterator
         self._steps = int(steps)
+        self._end_of_call = end_of_call or (lambda: None)
         self._restartable = hasattr(iterator, "current") and hasattr(iterator, "restart")
         self._compiled = steps > 1 and (self._restartable
                                         or isinstance(iterator, tf.data.Iterator))
@@ -76,6 +80,7 @@ class StepLoop:
                 break
             metrics = self._step_fn(optional.get_value())
             steps += 1
+        self._end_of_call()
         return metrics, steps, ended
 
     def _python_loop(self) -> tuple[Metrics, int]:
@@ -91,4 +96,5 @@ class StepLoop:
             steps += 1
             if not bool(metrics["finite"]):
                 break
+        self._end_of_call()
         return dict(metrics), steps

@@ -209,3 +209,14 @@ def flaky_match_the_sign(seed: int = 0, evaluation: bool = False) -> dm_env.Envi
     """MatchTheSign whose simulator raises at steps 15 and 40 (training environments only)."""
     env = match_the_sign(seed, evaluation)
     return env if evaluation else FlakyEnvironment(env, fail_at_steps=(15, 40))
+
+
+def sample_iterator(samples: list):
+    """A tf.data iterator over the given replay samples, in order: what a learner's
+    compiled loop reads in place of a Reverb dataset."""
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensors(samples[0])
+    for sample in samples[1:]:
+        dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
+    return iter(dataset)

@@ -128,6 +128,7 @@ class D4PGBuilder:
             target_update_tau=c.target_update_tau,
             importance_sampling_exponent=c.importance_sampling_exponent if c.prioritized else 0.0,
             max_gradient_norm=c.max_gradient_norm,
+            batches_per_call=c.batches_per_call,
             replay_client=client,
             table=self.table_name,
             counter=counter,

@@ -30,6 +30,9 @@ class D4PGConfig:
     policy_learning_rate: float = 3e-4  # Adam step size of the policy.
     critic_learning_rate: float = 3e-4  # Adam step size of the critic.
     max_gradient_norm: float = 40.0  # Global-norm clipping, each network on its own.
+    # Batches (each sampled and learned from) per learner call, run in one
+    # compiled loop: the same steps as that many calls, without the Python between them.
+    batches_per_call: int = 1
 
     # Replay.
     samples_per_insert: float = 32.0  # Items sampled per item inserted (0: no ratio).
@@ -50,6 +53,7 @@ class D4PGConfig:
         self.critic_hidden_sizes = tuple(int(h) for h in self.critic_hidden_sizes)
         require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
         require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
+        require(self.batches_per_call >= 1, "batches_per_call", ">= 1", self.batches_per_call)
         require(self.v_min < self.v_max, "v_max", f"> v_min ({self.v_min})", self.v_max)
         require(self.num_atoms >= 2, "num_atoms", ">= 2", self.num_atoms)
         require(self.target_update_period >= 1, "target_update_period", ">= 1",

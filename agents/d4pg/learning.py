@@ -12,7 +12,8 @@ the adder, and a critic with atoms z:
 The policy's gradient goes through the critic's mean but only moves the
 policy's weights. Both targets trail by Polyak averaging (tau) or by a copy
 every `target_update_period` steps. With prioritized replay, each item's
-critic loss becomes its priority.
+critic loss becomes its priority. `batches_per_call = N` runs N such steps,
+each on a batch of its own, in one compiled loop (`StepLoop`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ import tensorflow as tf
 from agentkit import core
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from components.learning import StepLogger, VariablesSaveable, all_finite, check_finite
+from components.learning import LoopedStep, StepLogger, VariablesSaveable, all_finite
 from components.losses import categorical_projection
+from components.optimizers import FusedAdam
 
 
-class D4PGLearner(VariablesSaveable, core.Learner):
+class D4PGLearner(LoopedStep, VariablesSaveable, core.Learner):
     """Trains a deterministic policy and a distributional critic from replay samples."""
+
+    _finite_terms = ("critic_loss", "policy_loss")
 
     def __init__(
         self,
@@ -47,6 +51,7 @@ class D4PGLearner(VariablesSaveable, core.Learner):
         target_update_tau: float = 0.0,
         importance_sampling_exponent: float = 0.0,
         max_gradient_norm: float = 40.0,
+        batches_per_call: int = 1,
         replay_client: reverb.TFClient | None = None,
         table: str | None = None,
         counter: Counter | None = None,
@@ -58,14 +63,13 @@ class D4PGLearner(VariablesSaveable, core.Learner):
         self._target_policy = target_policy
         self._target_critic = target_critic
         self._iterator = iterator
-        self._policy_optimizer = snt.optimizers.Adam(policy_learning_rate)
-        self._critic_optimizer = snt.optimizers.Adam(critic_learning_rate)
+        self._policy_optimizer = FusedAdam(policy_learning_rate)
+        self._critic_optimizer = FusedAdam(critic_learning_rate)
         self._target_update_period = int(target_update_period)
         self._tau = float(target_update_tau)
         self._beta = float(importance_sampling_exponent)
         self._max_gradient_norm = float(max_gradient_norm)
-        self._replay_client = replay_client
-        self._table = table
+        self._setup_step_loop(batches_per_call, replay_client, table)
         self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Create Adam's slots now, so checkpoints can be restored before a step.
@@ -112,9 +116,8 @@ class D4PGLearner(VariablesSaveable, core.Learner):
         if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
             self._critic_optimizer.apply(critic_gradients, critic_variables)
             self._policy_optimizer.apply(policy_gradients, policy_variables)
-            if self._replay_client is not None:
-                self._replay_client.update_priorities(
-                    self._table, sample.info.key, tf.cast(parts["critic_per_item"], tf.float64))
+            if self._priority_writer is not None:
+                self._priority_writer.write(sample.info.key, parts["critic_per_item"])
             self._num_steps.assign_add(1)
             self._update_targets()
         return {"critic_loss": parts["critic_loss"], "policy_loss": parts["policy_loss"],
@@ -130,13 +133,6 @@ class D4PGLearner(VariablesSaveable, core.Learner):
         elif self._num_steps % self._target_update_period == 0:
             for target, source in pairs:
                 target.assign(source)
-
-    def step(self) -> None:
-        sample = next(self._iterator)
-        metrics = self._step_fn(sample)
-        if not bool(metrics.pop("finite")):
-            check_finite(metrics, ["critic_loss", "policy_loss"], self.num_steps + 1)
-        self._step_logger.record(metrics)
 
     @property
     def num_steps(self) -> int:

@@ -26,7 +26,9 @@ apply, and the call then raises NonFiniteLossError.
 
 With `batches_per_call = N > 1` one `step()` runs N such steps, each on a
 batch of its own, in one compiled loop (`components.step_loop.StepLoop`):
-the same updates as N calls, without the Python between them.
+the same updates as N calls, without the Python between them, and the
+priorities of the N steps go to the table in one write at the end of the
+call (`PriorityWriter`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from components.learning import (
     StepLogger,
     all_finite,
 )
+from components.optimizers import FusedAdam
 
 
 def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
@@ -88,7 +91,7 @@ class DQNLearner(QLearnerBase):
         self._target_network = target_network
         self._iterator = iterator
         self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        self._optimizer = snt.optimizers.Adam(self._schedule.rate, epsilon=adam_epsilon)
+        self._optimizer = FusedAdam(self._schedule.rate, epsilon=adam_epsilon)
         self._target_update_period = target_update_period
         self._tau = float(target_update_tau)
         self._delta = huber_loss_parameter
@@ -98,11 +101,7 @@ class DQNLearner(QLearnerBase):
         if num_sgd_steps_per_step < 1:
             raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {num_sgd_steps_per_step}")
         self._steps_per_call = int(num_sgd_steps_per_step)
-        if batches_per_call < 1:
-            raise ValueError(f"batches_per_call must be >= 1, got {batches_per_call}")
-        self._batches_per_call = int(batches_per_call)
-        self._replay_client = replay_client
-        self._table = table
+        self._setup_step_loop(batches_per_call, replay_client, table)
         self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Create Adam's slots now, so checkpoints can be restored before a step.
@@ -173,9 +172,8 @@ class DQNLearner(QLearnerBase):
         return metrics, td, finite
 
     def _write_priorities(self, keys: tf.Tensor, td: tf.Tensor) -> None:
-        if self._replay_client is not None:
-            priorities = tf.cast(tf.abs(td), tf.float64)
-            self._replay_client.update_priorities(self._table, keys, priorities)
+        if self._priority_writer is not None:
+            self._priority_writer.write(keys, tf.abs(td))
 
     def _apply(self, gradients, variables) -> None:
         self._optimizer.apply(gradients, variables)

@@ -36,6 +36,7 @@ from components.learning import (
     check_finite,
 )
 from components.losses import vtrace
+from components.optimizers import FusedAdam
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
 
@@ -73,7 +74,7 @@ class IMPALALearner(VariablesSaveable, core.Learner):
         self._iterator = iterator
         self._discount = discount
         self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        optimizer_class = snt.optimizers.RMSProp if optimizer == "rmsprop" else snt.optimizers.Adam
+        optimizer_class = snt.optimizers.RMSProp if optimizer == "rmsprop" else FusedAdam
         self._optimizer = optimizer_class(self._schedule.rate, epsilon=epsilon)
         # A value network of its own may learn faster than the policy: its
         # targets (returns of ~1 / (1 - gamma)) are far from its initial outputs.

@@ -122,6 +122,7 @@ class R2D2Builder:
             importance_sampling_exponent=c.importance_sampling_exponent,
             max_priority_weight=c.max_priority_weight,
             max_gradient_norm=c.max_gradient_norm,
+            batches_per_call=c.batches_per_call,
             adam_epsilon=c.adam_epsilon,
             replay_client=client,
             table=self.table_name,

@@ -37,6 +37,10 @@ class R2D2Config:
     learning_rate_decay_steps: int = 10_000  # Learner steps of linear decay (0: constant rate).
     adam_epsilon: float = 1e-3  # Adam's denominator floor (the paper's 1e-3).
     max_gradient_norm: float = 40.0  # Global-norm gradient clipping.
+    # Batches (each sampled, learned from and its priorities written) per
+    # learner call, run in one compiled loop: the same steps as that many
+    # calls, without the Python between them.
+    batches_per_call: int = 1
 
     # Replay (counted in sequences).
     samples_per_insert: float = 32.0  # Sequences sampled per sequence inserted (0: no ratio).
@@ -81,6 +85,7 @@ class R2D2Config:
                 self.learning_rate_decay_steps)
         require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
         require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
+        require(self.batches_per_call >= 1, "batches_per_call", ">= 1", self.batches_per_call)
         require_replay_fields(self)
         require(0 <= self.max_priority_weight <= 1, "max_priority_weight", "in [0, 1]",
                 self.max_priority_weight)

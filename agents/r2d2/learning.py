@@ -39,6 +39,7 @@ from components.learning import (
     all_finite,
 )
 from components.losses import signed_hyperbolic, signed_parabolic
+from components.optimizers import FusedAdam
 
 
 def _shift(x: tf.Tensor, k: int) -> tf.Tensor:
@@ -114,6 +115,7 @@ class R2D2Learner(QLearnerBase):
         max_priority_weight: float = 0.9,
         max_gradient_norm: float = 40.0,
         adam_epsilon: float = 1e-3,
+        batches_per_call: int = 1,
         replay_client: reverb.TFClient | None = None,
         table: str | None = None,
         counter: Counter | None = None,
@@ -132,9 +134,8 @@ class R2D2Learner(QLearnerBase):
         self._max_gradient_norm = max_gradient_norm
         self._target_update_period = target_update_period
         self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        self._optimizer = snt.optimizers.Adam(self._schedule.rate, epsilon=adam_epsilon)
-        self._replay_client = replay_client
-        self._table = table
+        self._optimizer = FusedAdam(self._schedule.rate, epsilon=adam_epsilon)
+        self._setup_step_loop(batches_per_call, replay_client, table)
         self._step_logger = StepLogger(counter, logger, log_every_s)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         # Create Adam's slots now, so checkpoints can be restored before a step.
@@ -199,9 +200,8 @@ class R2D2Learner(QLearnerBase):
     def _apply(self, gradients, variables, priorities, keys) -> None:
         self._optimizer.apply(gradients, variables)
         self._schedule.update(self._num_steps)
-        if self._replay_client is not None:
-            self._replay_client.update_priorities(self._table, keys,
-                                                  tf.cast(priorities, tf.float64))
+        if self._priority_writer is not None:
+            self._priority_writer.write(keys, priorities)
         self._num_steps.assign_add(1)
         if self._num_steps % self._target_update_period == 0:
             for target, source in zip(self._target_network.variables, self._network.variables):

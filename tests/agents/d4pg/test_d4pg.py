@@ -61,30 +61,62 @@ def test_exploration_noise_scales_with_the_action_range():
     assert np.std(actions.numpy()) == pytest.approx(0.2, rel=0.05)  # Range [-1, 1]: half = 1.
 
 
-def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
+def _batches(poisoned_index: int, count: int):
+    """`count` replay samples of 8 random transitions; the one at `poisoned_index` has a NaN."""
     import reverb
 
+    rng = np.random.default_rng(0)
+    batch = 8
+    info = reverb.SampleInfo(key=tf.cast(tf.range(batch), tf.uint64),
+                             probability=tf.fill([batch], tf.constant(1 / batch, tf.float64)),
+                             table_size=tf.fill([batch], tf.constant(batch, tf.int64)),
+                             priority=tf.ones([batch], tf.float64),
+                             times_sampled=tf.ones([batch], tf.int32))
+    samples = []
+    for i in range(count):
+        reward = rng.uniform(-1, 0, batch).astype(np.float32)
+        if i == poisoned_index:
+            reward[3] = np.nan
+        data = (rng.uniform(-1, 1, (batch, 2)).astype(np.float32),
+                rng.uniform(-1, 1, (batch, 1)).astype(np.float32),
+                reward, np.full(batch, 0.9, np.float32),
+                rng.uniform(-1, 1, (batch, 2)).astype(np.float32))
+        samples.append(reverb.ReplaySample(info, data))
+    return samples
+
+
+def test_a_compiled_loop_of_three_batches_stops_at_a_nan_one_and_keeps_the_two_before():
+    from agentkit.counting import Counter
+    from components.learning import NonFiniteLossError
+
+    spec = make_environment_spec(fakes.match_the_value())
+    builder = D4PGBuilder(D4PGConfig(**SMALL, batches_per_call=3))
+    samples = _batches(poisoned_index=2, count=4)
+    single = builder.make_learner(builder.make_networks(spec), spec, iter(()), None)
+    counter = Counter(prefix="learner")
+    looped = builder.make_learner(builder.make_networks(spec), spec,
+                                  fakes.sample_iterator(samples), None, counter=counter)
+    looped.restore(single.save())
+    for sample in samples[:2]:
+        single._step_fn(sample)
+    with pytest.raises(NonFiniteLossError, match="learner step 3: loss term 'critic_loss' is nan"):
+        looped.step()
+    assert looped._step_loop._compiled
+    assert looped.num_steps == 2 and counter.get_counts()["learner_steps"] == 2
+    for name, value in single.save().items():  # The two good batches, as two single steps.
+        np.testing.assert_allclose(looped.save()[name], value, rtol=1e-5, atol=1e-6)
+    looped.step()  # Goes on with the batch after the NaN one (the last).
+    assert looped.num_steps == 3
+
+
+def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
     from components.learning import NonFiniteLossError
 
     spec = make_environment_spec(fakes.match_the_value())
     builder = D4PGBuilder(D4PGConfig(**SMALL))
     networks = builder.make_networks(spec)
     learner = builder.make_learner(networks, spec, iter(()), None)
-    rng = np.random.default_rng(0)
-    batch = 8
-    data = (rng.uniform(-1, 1, (batch, 2)).astype(np.float32),
-            rng.uniform(-1, 1, (batch, 1)).astype(np.float32),
-            rng.uniform(-1, 0, batch).astype(np.float32), np.full(batch, 0.9, np.float32),
-            rng.uniform(-1, 1, (batch, 2)).astype(np.float32))
-    info = reverb.SampleInfo(key=tf.cast(tf.range(batch), tf.uint64),
-                             probability=tf.fill([batch], tf.constant(1 / batch, tf.float64)),
-                             table_size=tf.fill([batch], tf.constant(batch, tf.int64)),
-                             priority=tf.ones([batch], tf.float64),
-                             times_sampled=tf.ones([batch], tf.int32))
-    poisoned_reward = data[2].copy()
-    poisoned_reward[3] = np.nan
-    learner._iterator = iter([reverb.ReplaySample(info, data),
-                              reverb.ReplaySample(info, data[:2] + (poisoned_reward,) + data[3:])])
+    learner._iterator = iter(_batches(poisoned_index=1, count=2))
     learner.step()
     before = learner.save()
     with pytest.raises(NonFiniteLossError, match="learner step 2: loss term 'critic_loss' is nan"):

@@ -239,11 +239,8 @@ def test_three_batches_per_call_equal_three_single_step_calls(reverb_server_fact
     single_priorities = _priorities(client, builder.table_name)
     looped_builder = DQNBuilder(dataclasses.replace(builder.config, batches_per_call=3))
     counter = Counter(prefix="learner")
-    dataset = tf.data.Dataset.from_tensors(samples[0])
-    for sample in samples[1:]:
-        dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
     looped = looped_builder.make_learner(looped_builder.make_networks(spec), spec,
-                                         iter(dataset), address, counter=counter)
+                                         fakes.sample_iterator(samples), address, counter=counter)
     looped.restore(start)
     looped.step()
     assert looped._step_loop._compiled  # One compiled call, not a Python loop.

@@ -17,6 +17,7 @@ from components.losses import signed_hyperbolic
 from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
 from launch_programs.threads import launch_threads
+from tests import fakes
 
 
 @pytest.mark.parametrize("field,value", [
@@ -163,22 +164,46 @@ def test_r2d2_learns_a_memory_task_through_threads(tmp_path, env_groups):
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 0.8  # Chance: 0.
 
 
-def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
+def _good_and_poisoned(data):
+    """The batch as a replay sample, and a copy with one NaN reward."""
     import reverb
 
-    from components.learning import NonFiniteLossError
-
-    learner, data = _learner_and_batch(burn_in=2)
     info = reverb.SampleInfo(key=tf.constant([1, 2, 3], tf.uint64),
                              probability=tf.constant([0.2, 0.3, 0.5], tf.float64),
                              table_size=tf.constant([3, 3, 3], tf.int64),
                              priority=tf.ones([3], tf.float64),
                              times_sampled=tf.ones([3], tf.int32))
-    good = reverb.ReplaySample(info=info, data=data)
     poisoned_reward = data["reward"].copy()
     poisoned_reward[1, 5] = np.nan  # One poisoned step of one sequence.
-    poisoned = reverb.ReplaySample(info=info, data=dict(data, reward=poisoned_reward))
-    learner._iterator = iter([good, poisoned])
+    return (reverb.ReplaySample(info=info, data=data),
+            reverb.ReplaySample(info=info, data=dict(data, reward=poisoned_reward)))
+
+
+def test_a_compiled_loop_stops_at_a_nan_batch_and_keeps_the_batches_before():
+    from components.learning import NonFiniteLossError
+
+    single, data = _learner_and_batch(burn_in=2)
+    looped, _ = _learner_and_batch(burn_in=2)
+    looped.restore(single.save())
+    looped._setup_step_loop(3)
+    good, poisoned = _good_and_poisoned(data)
+    looped._iterator = fakes.sample_iterator([good, good, poisoned, good])
+    single._step_fn(good)
+    single._step_fn(good)
+    with pytest.raises(NonFiniteLossError, match="learner step 3: loss term 'loss' is nan"):
+        looped.step()
+    assert looped._step_loop._compiled and looped.num_steps == 2
+    for name, value in single.save().items():
+        np.testing.assert_allclose(looped.save()[name], value, rtol=1e-5, atol=1e-6)
+    looped.step()  # The batch after the NaN one.
+    assert looped.num_steps == 3
+
+
+def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
+    from components.learning import NonFiniteLossError
+
+    learner, data = _learner_and_batch(burn_in=2)
+    learner._iterator = iter(_good_and_poisoned(data))
     learner.step()
     before = learner.save()
     with pytest.raises(NonFiniteLossError, match="learner step 2: loss term 'loss' is nan"):
