@@ -32,6 +32,7 @@ class ProgramConfig:
     max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
     eval_every: int = 5_000  # Actor steps between evaluations.
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
+    eval_at_start: bool = True  # Also evaluate at step 0 (the untrained baseline).
     seed: int = 0
     print_every_s: float = 5.0  # Progress line period (0: silent).
     checkpoint_every_s: float = 300.0  # Learner (and replay) checkpoint period.
@@ -102,6 +103,6 @@ def make_agent_program(
         program.add_node(
             "evaluator", "evaluator", nodes.EvaluatorNode, builder, environment_factory, spec,
             learner, counter, config.eval_every, config.eval_episodes, logdir, start_time,
-            config.seed, config.print_every_s,
+            config.seed, config.print_every_s, config.eval_at_start,
         )
     return program

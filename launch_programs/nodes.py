@@ -228,7 +228,8 @@ class ActorNode:
 
 
 class EvaluatorNode:
-    """Every `eval_every` actor steps, runs `eval_episodes` greedy episodes at once.
+    """Every `eval_every` actor steps (and at 0 with `eval_at_start`), runs `eval_episodes`
+    greedy episodes at once.
 
     The episodes run in a batch of environments, one episode each, with one
     policy call per step; each episode's return is logged as its own row.
@@ -247,6 +248,7 @@ class EvaluatorNode:
         start_time: float,
         seed: int,
         print_every_s: float = 5.0,
+        eval_at_start: bool = True,
     ):
         networks = builder.make_networks(spec)
         policy = builder.make_policy(networks, spec, evaluation=True, seed=seed + 12345)
@@ -256,6 +258,7 @@ class EvaluatorNode:
         )
         self._counter = counter
         self._eval_every = eval_every
+        self._eval_at_start = eval_at_start
         self._logger = make_logger("evaluator", logdir, start_time, print_every_s,
                                    EVALUATOR_KEYS, step_key="actor_steps")
         self._stop = threading.Event()
@@ -288,7 +291,9 @@ class EvaluatorNode:
         return returns.tolist()
 
     def run(self) -> None:
-        next_eval = 0
+        # Without the step-0 round the evaluator's first tracing and episodes do
+        # not compete with the actor and learner for the CPU while they start.
+        next_eval = 0 if self._eval_at_start else self._eval_every
         while not self._stop.is_set():
             steps = self._counter.get_counts().get("actor_steps", 0)
             if steps >= next_eval:

@@ -44,6 +44,9 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
     assert info["num_inserts"] == counts["actor_steps"]
     stats = evaluation_stats(logdir)
     assert stats["eval_return_mean_last10"] >= 9.0  # Random scores 5, perfect 10.
+    rows = read_csv(os.path.join(logdir, "evaluator.csv"))
+    evaluated_at = {int(float(r["actor_steps"])) for r in rows}
+    assert min(evaluated_at) == 0  # The untrained baseline round (eval_at_start's default).
     for label in ("actor", "learner", "evaluator"):
         rows = read_csv(os.path.join(logdir, f"{label}.csv"))
         assert rows and {"wall_time_s", "actor_steps", "learner_steps"} <= set(rows[0])
@@ -53,8 +56,10 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
 def test_dqn_acts_and_learns_on_atari_frames(tmp_path):
     config = DQNConfig(torso="atari", batch_size=8, min_replay_size=64, samples_per_insert=2.0,
                        max_replay_size=1000, head_hidden_size=32)
+    # No step-0 evaluation: the first round comes after eval_every steps.
     program_config = ProgramConfig(num_actors=1, num_envs_per_actor=2, max_actor_steps=300,
-                                   eval_every=10_000, eval_episodes=1, print_every_s=0)
+                                   eval_every=100, eval_episodes=1, eval_at_start=False,
+                                   print_every_s=0)
 
     def factory(seed, evaluation):
         return fakes.fake_atari(episode_length=20, seed=seed)
@@ -65,6 +70,9 @@ def test_dqn_acts_and_learns_on_atari_frames(tmp_path):
     assert result.status == "completed", result.error and result.error.formatted
     counts = result.objects["counter"].get_counts()
     assert counts["actor_steps"] >= 300 and counts["learner_steps"] > 0
+    evaluated_at = [int(float(r["actor_steps"]))
+                    for r in read_csv(os.path.join(tmp_path, "evaluator.csv"))]
+    assert evaluated_at and min(evaluated_at) >= 100
 
 
 def test_a_failing_node_stops_the_program_with_its_error(tmp_path):
