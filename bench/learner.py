@@ -11,6 +11,7 @@ For each batch size, prints one line and writes bench/results/learner.json.
 
     python bench/learner.py --batch_sizes=32,256 --window_s=20
     python bench/learner.py --network=mlp --batch_sizes=64 --window_s=10   # CartPole's MLP
+    python bench/learner.py --network=mlp --batch_sizes=64 --batches_per_call=8
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ def fill(address: str, builder: DQNBuilder, spec, num_transitions: int, seed: in
 
 
 def steps_per_s(learner, warmup_steps: int, window_s: float) -> tuple[float, int]:
+    """Learner (SGD) steps per second; a call may make several (batches_per_call)."""
     for _ in range(warmup_steps):
         learner.step()
-    start, steps = time.time(), 0
+    start, first = time.time(), learner.num_steps
     while time.time() - start < window_s:
         learner.step()
-        steps += 1
+    steps = learner.num_steps - first
     return steps / (time.time() - start), steps
 
 
@@ -85,10 +87,10 @@ class ConstantIterator:
 
 
 def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float,
-            network: str = "atari") -> dict:
+            network: str = "atari", batches_per_call: int = 1) -> dict:
     # New items at priority 1: the actor-side priorities need an actor's network.
     common = dict(batch_size=batch_size, min_replay_size=batch_size, samples_per_insert=0.0,
-                  actor_priorities=False)
+                  actor_priorities=False, batches_per_call=batches_per_call)
     if network == "atari":
         config = DQNConfig.atari(**common)
         spec = make_environment_spec(fakes.fake_atari())
@@ -106,14 +108,18 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         reverb_rate, reverb_steps = steps_per_s(reverb_learner, warmup_steps, window_s)
         # One sample from the same table, kept in memory as tensors.
         sample = tf.nest.map_structure(tf.identity, next(iterator))
-        memory_learner = builder.make_learner(builder.make_networks(spec), spec,
-                                              ConstantIterator(sample), None)
+        # With several batches per call the loop reads them in its graph: a tf.data
+        # iterator repeating the sample (a Python iterator would run a Python loop).
+        constant = (ConstantIterator(sample) if batches_per_call == 1
+                    else iter(tf.data.Dataset.from_tensors(sample).repeat()))
+        memory_learner = builder.make_learner(builder.make_networks(spec), spec, constant, None)
         memory_rate, memory_steps = steps_per_s(memory_learner, warmup_steps, window_s)
     finally:
         server.stop()
     return {
         "network": network,
         "batch_size": batch_size,
+        "batches_per_call": batches_per_call,
         "reverb_steps_per_s": round(reverb_rate, 2), "reverb_steps": reverb_steps,
         "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
         "ratio_reverb_to_memory": round(reverb_rate / memory_rate, 3),
@@ -129,19 +135,24 @@ def main(argv=None) -> int:
     parser.add_argument("--window_s", type=float, default=20.0)
     parser.add_argument("--network", default="atari", choices=["atari", "mlp"],
                         help="atari: the Nature CNN on 84x84x4 frames; mlp: CartPole's MLP")
+    parser.add_argument("--batches_per_call", type=int, default=1,
+                        help="learner steps per compiled call (DQNConfig.batches_per_call)")
     parser.add_argument("--out", default=None,
-                        help="default: bench/results/learner.json (learner_mlp.json for mlp)")
+                        help="default: bench/results/learner.json (learner_mlp.json for mlp; "
+                             "_bpc<N> added with --batches_per_call=N > 1)")
     args = parser.parse_args(argv)
     if args.out is None:
-        name = "learner.json" if args.network == "atari" else "learner_mlp.json"
+        name = "learner" + ("_mlp" if args.network == "mlp" else "")
+        name += f"_bpc{args.batches_per_call}.json" if args.batches_per_call > 1 else ".json"
         args.out = os.path.join(os.path.dirname(__file__), "results", name)
     configure_tensorflow()  # GPU memory growth where there is a GPU.
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
-                      args.network)
+                      args.network, args.batches_per_call)
         runs.append(run)
-        print(f"[learner] {args.network} batch={batch_size} from Reverb "
+        print(f"[learner] {args.network} batch={batch_size} "
+              f"batches_per_call={args.batches_per_call} from Reverb "
               f"{run['reverb_steps_per_s']} steps/s, "
               f"from memory {run['memory_steps_per_s']} steps/s, ratio "
               f"{run['ratio_reverb_to_memory']}", flush=True)
