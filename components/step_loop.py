@@ -8,8 +8,8 @@ Python, 0.49 ms per step with 32 steps in one compiled loop.
 
 `StepLoop` reads up to N batches from the tf.data iterator inside the graph
 and runs the learner's compiled step on each in turn. Every step is what a
-separate `step_fn(next(iterator))` would be (its own sample, its own update
-and priority write, in the same order); only the Python between them is gone.
+separate `step_fn(next(iterator))` would be (its own sample, update and
+new priorities, in the same order); only the Python between them is gone.
 The loop stops early at the end of the dataset (a Reverb rate-limiter
 timeout ends it) and after a step whose update was skipped as not finite.
 `end_of_call`, if given, runs inside the same compiled call after the
