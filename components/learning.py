@@ -116,8 +116,8 @@ class LoopedStep:
     flag (an update whose loss was not finite was skipped inside it) and the
     loss terms named in `_finite_terms`. A `_step_fn` that makes several SGD
     steps sets `_steps_per_call`; `_batches_per_call = N` runs N batches per
-    `step()` in one compiled loop (see `StepLoop`). A learner that writes
-    priorities through a `_priority_writer` gets it flushed after each call.
+    `step()` in one compiled loop (see `StepLoop`). Priorities written with
+    `_write_priorities` go out at once, or once per call when N > 1.
     """
 
     _finite_terms: tuple[str, ...] = ("loss",)
@@ -135,6 +135,11 @@ class LoopedStep:
         if replay_client is not None:
             self._priority_writer = PriorityWriter(replay_client, table,
                                                    batched=self._batches_per_call > 1)
+
+    def _write_priorities(self, keys: tf.Tensor, priorities: tf.Tensor) -> None:
+        """New priorities for sampled items (inside the compiled step); none without a client."""
+        if self._priority_writer is not None:
+            self._priority_writer.write(keys, priorities)
 
     def step(self) -> None:
         if self._step_loop is None or self._step_loop.iterator is not self._iterator:

@@ -116,8 +116,7 @@ class D4PGLearner(LoopedStep, VariablesSaveable, core.Learner):
         if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
             self._critic_optimizer.apply(critic_gradients, critic_variables)
             self._policy_optimizer.apply(policy_gradients, policy_variables)
-            if self._priority_writer is not None:
-                self._priority_writer.write(sample.info.key, parts["critic_per_item"])
+            self._write_priorities(sample.info.key, parts["critic_per_item"])
             self._num_steps.assign_add(1)
             self._update_targets()
         return {"critic_loss": parts["critic_loss"], "policy_loss": parts["policy_loss"],

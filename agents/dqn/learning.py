@@ -113,7 +113,7 @@ class DQNLearner(QLearnerBase):
         if self._steps_per_call == 1:
             metrics, td, finite = self._sgd_step(sample.data, probabilities)
             if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
-                self._write_priorities(keys, td)
+                self._write_priorities(keys, tf.abs(td))
             return metrics
         # [K * B, ...] -> K slices of [B, ...], one SGD step on each.
         k = self._steps_per_call
@@ -131,7 +131,8 @@ class DQNLearner(QLearnerBase):
             sums = {name: sums[name] + metrics[name] for name in AVERAGED_METRICS}
         # Only the slices whose step was applied give their items new priorities.
         kept = kept.concat()
-        self._write_priorities(tf.boolean_mask(keys, kept), tf.boolean_mask(tds.concat(), kept))
+        self._write_priorities(tf.boolean_mask(keys, kept),
+                               tf.abs(tf.boolean_mask(tds.concat(), kept)))
         # Means over the K steps; `finite` is False if any step was skipped.
         means = {name: value / float(k) for name, value in sums.items()}
         means["finite"] = tf.reduce_all(kept)
@@ -170,10 +171,6 @@ class DQNLearner(QLearnerBase):
             "finite": finite,
         }
         return metrics, td, finite
-
-    def _write_priorities(self, keys: tf.Tensor, td: tf.Tensor) -> None:
-        if self._priority_writer is not None:
-            self._priority_writer.write(keys, tf.abs(td))
 
     def _apply(self, gradients, variables) -> None:
         self._optimizer.apply(gradients, variables)

@@ -200,8 +200,7 @@ class R2D2Learner(QLearnerBase):
     def _apply(self, gradients, variables, priorities, keys) -> None:
         self._optimizer.apply(gradients, variables)
         self._schedule.update(self._num_steps)
-        if self._priority_writer is not None:
-            self._priority_writer.write(keys, priorities)
+        self._write_priorities(keys, priorities)
         self._num_steps.assign_add(1)
         if self._num_steps % self._target_update_period == 0:
             for target, source in zip(self._target_network.variables, self._network.variables):
