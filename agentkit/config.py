@@ -35,6 +35,11 @@ def require_replay_fields(config: Any) -> None:
     require(c.prefetch_size >= 0, "prefetch_size", ">= 0", c.prefetch_size)
 
 
+def field_values(config: Any) -> dict[str, Any]:
+    """Every field of a dataclass config by name (a preset made from a whole config)."""
+    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
+
+
 def as_dict(config: Any) -> dict[str, Any]:
     """A JSON-friendly dict of a (dataclass) config."""
     result = {}

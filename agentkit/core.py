@@ -93,6 +93,10 @@ class Learner(VariableSource, Worker, Saveable):
     def step(self) -> None:
         """Performs one update step."""
 
+    def stats(self) -> dict[str, Any]:
+        """Counts about the learner's data for the run's summary (IMPALA: unrolls learned)."""
+        return {}
+
     def run(self, num_steps: int | None = None) -> None:
         """Steps `num_steps` times, or forever when it is None."""
         i = 0

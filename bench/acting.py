@@ -96,11 +96,11 @@ def actor_steps_per_s(backend: str, k: int, groups: int, builder, networks, spec
                       window_s: float, warmup_steps: int) -> tuple[float, int]:
     from agentkit.counting import Counter
 
-    policy = builder.make_policy(networks, spec, seed=0)
+    policy = builder.make_policy(networks=networks, spec=spec, seed=0)
     size = k // groups
     environments = [make_group(backend, list(range(g * size, (g + 1) * size)))
                     for g in range(groups)]
-    actors = [builder.make_actor(policy, networks, None, None) for _ in range(groups)]
+    actors = [builder.make_actor(policy=policy, networks=networks, adders=None, variable_source=None) for _ in range(groups)]
     window = _Window(warmup_steps * k, window_s)
     loop = BatchedEnvironmentLoop(environments, actors, counter=Counter(prefix="actor"),
                                   should_stop=window, count_every=k)
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     config = DQNConfig.atari()
     builder = DQNBuilder(config)
     spec = make_environment_spec(make_environment(GAME, seed=0))
-    networks = builder.make_networks(spec)
+    networks = builder.make_networks(spec=spec)
     report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "device": device,
               "game": GAME,
               "network": "Nature CNN + dueling head (DQNConfig.atari())",

@@ -48,7 +48,7 @@ def random_observation(rng, spec) -> np.ndarray:
 def fill(address: str, builder: DQNBuilder, spec, num_transitions: int, seed: int = 0) -> None:
     """Writes random-observation episodes through the project's n-step adder."""
     rng = np.random.default_rng(seed)
-    adder = builder.make_adder(reverb.Client(address), spec)
+    adder = builder.make_adder(replay_client=reverb.Client(address), spec=spec)
     num_actions = int(spec.actions.num_values)
     written, episode_length = 0, 100
     while written < num_transitions:
@@ -99,12 +99,12 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
                            learning_rate_decay_steps=0, **common)
         spec = make_environment_spec(fakes.discrete_environment(2, (4,)))
     builder = DQNBuilder(config)
-    server = ReplayServer(builder.make_replay_tables(spec))
+    server = ReplayServer(builder.make_replay_tables(spec=spec))
     try:
         fill(server.address(), builder, spec, num_transitions)
-        iterator = builder.make_dataset_iterator(server.address())
-        reverb_learner = builder.make_learner(builder.make_networks(spec), spec, iterator,
-                                              server.address())
+        iterator = builder.make_dataset_iterator(replay_address=server.address())
+        reverb_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=iterator,
+                                              replay_address=server.address())
         reverb_rate, reverb_steps = steps_per_s(reverb_learner, warmup_steps, window_s)
         # One sample from the same table, kept in memory as tensors.
         sample = tf.nest.map_structure(tf.identity, next(iterator))
@@ -112,7 +112,7 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         # iterator repeating the sample (a Python iterator would run a Python loop).
         constant = (ConstantIterator(sample) if batches_per_call == 1
                     else iter(tf.data.Dataset.from_tensors(sample).repeat()))
-        memory_learner = builder.make_learner(builder.make_networks(spec), spec, constant, None)
+        memory_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=constant, replay_address=None)
         memory_rate, memory_steps = steps_per_s(memory_learner, warmup_steps, window_s)
     finally:
         server.stop()

@@ -77,7 +77,7 @@ def serve() -> None:
 
     spec = make_environment_spec(make_environment(GAME, seed=0))
     dqn, r2d2 = builders()
-    server = ReplayServer(dqn.make_replay_tables(spec) + r2d2.make_replay_tables(spec))
+    server = ReplayServer(dqn.make_replay_tables(spec=spec) + r2d2.make_replay_tables(spec=spec))
     print(server.port, flush=True)
     sys.stdin.read()
     server.stop()
@@ -100,7 +100,7 @@ def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> fl
     DQN's batched actors write them; returns steps/s."""
     num_envs = 16
     env = make_vector_environment(GAME, list(range(num_envs)))
-    adder = builder.make_batched_adder(client, None, num_envs)
+    adder = builder.make_batched_adder(replay_client=client, spec=None, num_envs=num_envs)
     rng = np.random.default_rng(0)
     adder.add_first(env.reset())
     written, start = 0, time.perf_counter()
@@ -266,14 +266,14 @@ def main(argv=None) -> int:
         frames = record_frames(2_000)
         feeder = StreamFeeder(frames)
         rates = {}
-        adder = dqn.make_adder(client)
+        adder = dqn.make_adder(replay_client=client)
         rates["nstep_adder_steps_per_s"] = timed(args.window_s, lambda: adder_episode(feeder, adder))
         adder.close()
         num_envs = 16
         feeders = [StreamFeeder(frames) for _ in range(num_envs)]
         for i, f in enumerate(feeders):
             f._cursor = 97 * i  # Different frames in each slot.
-        batched_adder = dqn.make_batched_adder(client, None, num_envs)
+        batched_adder = dqn.make_batched_adder(replay_client=client, spec=None, num_envs=num_envs)
         rates["batched_nstep_adder_steps_per_s"] = timed(
             args.window_s, lambda: batched_adder_episode(feeders, batched_adder))
         batched_adder.close()
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
         writer.close()
         c = r2d2.config
         state = (np.zeros(c.lstm_size, np.float32), np.zeros(c.lstm_size, np.float32))
-        seq_adder = r2d2.make_adder(client)
+        seq_adder = r2d2.make_adder(replay_client=client)
         rates["sequence_adder_steps_per_s"] = timed(
             args.window_s, lambda: adder_episode(feeder, seq_adder, {"core_state": state}))
         seq_adder.close()
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
         writer.close()
 
         batch = 32
-        iterator = dqn.make_dataset_iterator(address)
+        iterator = dqn.make_dataset_iterator(replay_address=address)
         bare = iter(reverb.TrajectoryDataset.from_table_signature(
             address, table, max_in_flight_samples_per_worker=2 * batch).batch(batch).prefetch(4))
         for it in (iterator, bare):

@@ -7,6 +7,7 @@ runs the same whether they live in this process or another one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -17,6 +18,7 @@ import dm_env
 import numpy as np
 import reverb
 
+from agentkit.builders import ActorLearnerBuilder
 from agentkit.checkpointing import Checkpointer
 from agentkit.counting import Counter
 from agentkit.environment_loop import BatchedEnvironmentLoop
@@ -26,21 +28,59 @@ from components.environments import BatchedEnvironment
 from components.replay import ReplayServer
 
 EnvironmentFactory = Callable[..., Any]  # (seed, evaluation) -> dm_env.Environment
+# (seeds, evaluation) -> a batched environment with one environment per seed.
+BatchedEnvironmentFactory = Callable[[list, bool], Any]
 
 ACTOR_KEYS = ["wall_time_s", "actor_steps", "steps_per_s", "episode_return", "episode_length"]
 LEARNER_KEYS = ["wall_time_s", "learner_steps", "learner_steps_per_s", "loss", "q_mean"]
 EVALUATOR_KEYS = ["wall_time_s", "actor_steps", "learner_steps", "episode_return"]
 
 
-def make_replay(builder, spec: EnvironmentSpec, port: int | None = None,
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """What every logging node of a run shares: where it writes, its clock, its seed."""
+
+    logdir: str | None = None  # None: no CSVs, TensorBoard or checkpoints (tests).
+    start_time: float = 0.0  # time.time() at launch: rows carry wall_time_s from it.
+    seed: int = 0
+    print_every_s: float = 5.0  # Progress line period (0: silent).
+
+    def logger(self, label: str, keys: list[str], step_key: str, printing: bool = True):
+        return make_logger(label, self.logdir, self.start_time,
+                           self.print_every_s if printing else 0, keys, step_key=step_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActingConfig:
+    """How each actor node acts: its environments, their groups, its budget."""
+
+    num_actors: int = 1
+    num_envs: int = 1  # Environments the actor steps with one policy call.
+    env_groups: int = 1  # Alternating groups of num_envs / env_groups.
+    max_env_failures: int = 10
+    max_actor_steps: int = 100_000  # All actors together.
+
+    def __post_init__(self):
+        if self.env_groups < 1 or self.num_envs % self.env_groups:
+            raise ValueError(f"{self.num_envs} environments do not split into "
+                             f"{self.env_groups} groups")
+
+    @classmethod
+    def from_program_config(cls, config) -> ActingConfig:
+        return cls(num_actors=config.num_actors, num_envs=config.num_envs_per_actor,
+                   env_groups=config.env_groups, max_env_failures=config.max_env_failures,
+                   max_actor_steps=config.max_actor_steps)
+
+
+def make_replay(*, builder: ActorLearnerBuilder, spec: EnvironmentSpec, port: int | None = None,
                 checkpoint_dir: str | None = None,
                 checkpoint_every_s: float = 300.0) -> ReplayServer:
     """The replay node; with `checkpoint_dir` it restores from and checkpoints there."""
-    return ReplayServer(builder.make_replay_tables(spec), port=port,
+    return ReplayServer(builder.make_replay_tables(spec=spec), port=port,
                         checkpoint_dir=checkpoint_dir, checkpoint_every_s=checkpoint_every_s)
 
 
-def make_counter(initial: dict | None = None) -> Counter:
+def make_counter(*, initial: dict | None = None) -> Counter:
     counts = {"actor_steps": 0, "learner_steps": 0}
     counts.update(initial or {})
     return Counter(initial=counts)
@@ -51,34 +91,33 @@ class LearnerNode:
 
     def __init__(
         self,
-        builder,
+        *,
+        builder: ActorLearnerBuilder,
         spec: EnvironmentSpec,
         replay,
         counter,
-        logdir: str | None,
-        start_time: float,
-        print_every_s: float = 5.0,
+        run: RunContext,
         checkpoint_every_s: float = 300.0,
     ):
         address = replay.address()
-        networks = builder.make_networks(spec)
+        networks = builder.make_networks(spec=spec)
         self._stop = threading.Event()
         # One counter call per learner step would cost a round trip when the
         # counter is another process: batch them.
         self._counter = Counter(counter, "learner", sync_every_s=0.25)
         # Restarts after rate-limiter timeouts; ends (StopIteration) once stopped.
-        iterator = builder.make_dataset_iterator(address, self._stop.is_set)
+        iterator = builder.make_dataset_iterator(replay_address=address,
+                                                 should_stop=self._stop.is_set)
         self._learner = builder.make_learner(
-            networks, spec, iterator, address,
+            networks=networks, spec=spec, iterator=iterator, replay_address=address,
             counter=self._counter,
-            logger=make_logger("learner", logdir, start_time, print_every_s, LEARNER_KEYS,
-                               step_key="learner_steps"),
+            logger=run.logger("learner", LEARNER_KEYS, step_key="learner_steps"),
         )
         self._checkpointer = None
         self.restored_step = 0  # The learner step its checkpoint held (0: started fresh).
-        if logdir:
+        if run.logdir:
             self._checkpointer = Checkpointer(
-                self._learner, os.path.join(logdir, "checkpoints"), "learner",
+                self._learner, os.path.join(run.logdir, "checkpoints"), "learner",
                 interval_s=checkpoint_every_s,
             )
             if self._checkpointer.restore():
@@ -94,8 +133,7 @@ class LearnerNode:
 
     def learner_stats(self) -> dict:
         """What the learner reports about its data (e.g. IMPALA's unrolls learned)."""
-        stats = getattr(self._learner, "stats", None)
-        return stats() if stats is not None else {}
+        return self._learner.stats()
 
     def run(self) -> None:
         try:
@@ -114,10 +152,6 @@ class LearnerNode:
         self._stop.set()
 
 
-# (seeds, evaluation) -> a batched environment with one environment per seed.
-BatchedEnvironmentFactory = Callable[[list, bool], Any]
-
-
 def _python_environments(environment_factory: EnvironmentFactory, seeds: list, evaluation: bool,
                          **kwargs) -> BatchedEnvironment:
     """One Python environment per seed, stepped one after the other."""
@@ -130,64 +164,58 @@ class ActorNode:
 
     def __init__(
         self,
-        builder,
+        *,
+        builder: ActorLearnerBuilder,
         environment_factory: EnvironmentFactory,
         spec: EnvironmentSpec,
         actor_id: int,
-        num_actors: int,
-        num_envs: int,
         replay,
         variable_source,
         counter,
-        max_actor_steps: int,
-        logdir: str | None,
-        start_time: float,
-        seed: int,
-        print_every_s: float = 5.0,
-        max_env_failures: int = 10,
-        env_groups: int = 1,
+        run: RunContext,
+        acting: ActingConfig,
         batched_environment_factory: BatchedEnvironmentFactory | None = None,
     ):
-        if env_groups < 1 or num_envs % env_groups:
-            raise ValueError(f"{num_envs} environments do not split into {env_groups} groups")
-        networks = builder.make_networks(spec)
+        networks = builder.make_networks(spec=spec)
         # The loop counts at every episode end; batching the calls keeps a
         # counter in another process from costing a round trip per episode.
         self._actor_counter = Counter(counter, "actor", sync_every_s=0.1)
         self._actor_id = actor_id
         client = reverb.Client(replay.address())
-        size = num_envs // env_groups
-        make_batched_adder = getattr(builder, "make_batched_adder", None)
-        if make_batched_adder is not None:  # One adder takes a group's batched timesteps.
-            self._adders = [make_batched_adder(client, spec, size) for _ in range(env_groups)]
-            group_adders = self._adders
+        groups, size = acting.env_groups, acting.num_envs // acting.env_groups
+        batched = [builder.make_batched_adder(replay_client=client, spec=spec, num_envs=size)
+                   for _ in range(groups)]
+        if all(adder is not None for adder in batched):  # One adder per group of environments.
+            self._adders = batched
+            group_adders = batched
         else:  # One adder per environment.
-            self._adders = [builder.make_adder(client, spec) for _ in range(num_envs)]
-            group_adders = [self._adders[g * size:(g + 1) * size] for g in range(env_groups)]
-        policy = builder.make_policy(networks, spec, seed=seed * 7919 + actor_id,
-                                     actor_id=actor_id, num_actors=num_actors)
+            self._adders = [builder.make_adder(replay_client=client, spec=spec)
+                            for _ in range(acting.num_envs)]
+            group_adders = [self._adders[g * size:(g + 1) * size] for g in range(groups)]
+        policy = builder.make_policy(networks=networks, spec=spec,
+                                     seed=run.seed * 7919 + actor_id, actor_id=actor_id,
+                                     num_actors=acting.num_actors)
         # With alternating groups each group has its own actor (adders, recurrent
         # states) over the same networks and policy; the first one's variable
         # client updates the networks for all.
-        actors = [builder.make_actor(policy, networks, group_adders[g],
-                                     variable_source if g == 0 else None)
-                  for g in range(env_groups)]
+        actors = [builder.make_actor(policy=policy, networks=networks, adders=group_adders[g],
+                                     variable_source=variable_source if g == 0 else None)
+                  for g in range(groups)]
         self._actors = actors
-        base_seed = seed * 100_003 + actor_id * num_envs
+        base_seed = run.seed * 100_003 + actor_id * acting.num_envs
         make_group = batched_environment_factory or functools.partial(
-            _python_environments, environment_factory, max_failures=max_env_failures,
+            _python_environments, environment_factory, max_failures=acting.max_env_failures,
             on_failure=self._environment_failed)
         environments = [make_group([base_seed + g * size + i for i in range(size)], False)
-                        for g in range(env_groups)]
+                        for g in range(groups)]
         self._environments = environments
         self._loop = BatchedEnvironmentLoop(
             environments, actors, counter=self._actor_counter,
-            logger=make_logger("actor", logdir, start_time,
-                               print_every_s if actor_id == 0 else 0, ACTOR_KEYS,
-                               step_key="actor_steps"),
+            logger=run.logger("actor", ACTOR_KEYS, step_key="actor_steps",
+                              printing=actor_id == 0),
             should_stop=self._budget_spent,
         )
-        self._max_actor_steps = max_actor_steps
+        self._max_actor_steps = acting.max_actor_steps
         self._counter = counter
 
     def _budget_spent(self, counts) -> bool:
@@ -237,30 +265,30 @@ class EvaluatorNode:
 
     def __init__(
         self,
-        builder,
+        *,
+        builder: ActorLearnerBuilder,
         environment_factory: EnvironmentFactory,
         spec: EnvironmentSpec,
         variable_source,
         counter,
+        run: RunContext,
         eval_every: int,
         eval_episodes: int,
-        logdir: str | None,
-        start_time: float,
-        seed: int,
-        print_every_s: float = 5.0,
         eval_at_start: bool = True,
     ):
-        networks = builder.make_networks(spec)
-        policy = builder.make_policy(networks, spec, evaluation=True, seed=seed + 12345)
-        self._actor = builder.make_actor(policy, networks, None, variable_source)
+        networks = builder.make_networks(spec=spec)
+        policy = builder.make_policy(networks=networks, spec=spec, evaluation=True,
+                                     seed=run.seed + 12345)
+        self._actor = builder.make_actor(policy=policy, networks=networks, adders=None,
+                                         variable_source=variable_source)
+        seed = run.seed
         self._env = BatchedEnvironment.from_factory(
             lambda i: environment_factory(seed=seed + 10_000 + i, evaluation=True), eval_episodes
         )
         self._counter = counter
         self._eval_every = eval_every
         self._eval_at_start = eval_at_start
-        self._logger = make_logger("evaluator", logdir, start_time, print_every_s,
-                                   EVALUATOR_KEYS, step_key="actor_steps")
+        self._logger = run.logger("evaluator", EVALUATOR_KEYS, step_key="actor_steps")
         self._stop = threading.Event()
         self.returns: list[float] = []
 

@@ -185,7 +185,7 @@ def prepare(run: RunSpec):
     environment.close()
     builder = run.entry.builder_class(run.agent_config)
     try:
-        builder.make_networks(spec)
+        builder.make_networks(spec=spec)
     except (ConfigError, ValueError) as e:
         raise UsageError(f"--agent={run.agent} does not fit --env={run.env}: {e}") from None
     return builder, factory, spec

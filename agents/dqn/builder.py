@@ -1,105 +1,56 @@
-"""DQN's builder: the parts a program needs, each made from the config.
+"""DQN's builder: n-step transitions between epsilon-greedy actors and the learner.
 
-The builder knows nothing of launchers: the generic program in
-launch_programs calls these methods inside whichever node needs each part.
+The replay parts (table, dataset, adders) are the n-step transition ones
+every such agent shares (`components.replay.NStepTransitionReplay`); this
+builder adds DQN's networks, policies, actors and learner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import reverb
-import sonnet as snt
 
 from agentkit import core
+from agentkit.adders import Adder, BatchedAdder
+from agentkit.builders import Networks
+from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
-from agents.dqn.acting import EpsilonGreedyPolicy, TDPriority
 from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
-from components.actors import BatchedFeedForwardActor, FeedForwardActor, apex_epsilon
-from components.adders import (
-    Adder,
-    BatchedAdder,
-    BatchedNStepTransitionAdder,
-    NStepTransitionAdder,
-)
-from components.datasets import make_batch_iterator
-from components.replay import make_rate_limiter, make_replay_table, transition_signature
+from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
+from components.replay import NStepTransitionReplay
 from components.variable_client import VariableClient
 
-Networks = dict[str, snt.Module]
 
+class DQNBuilder(NStepTransitionReplay):
+    """Makes DQN's tables, dataset, adders, policies, actors and learner."""
 
-class DQNBuilder:
-    """Makes DQN's tables, dataset, adder, policies, actors and learner."""
+    config_class = DQNConfig
 
-    table_name = "priority_table"
-    variable_names = ("q",)
-
-    def __init__(self, config: DQNConfig):
-        self.config = config
-
-    def make_networks(self, spec: EnvironmentSpec) -> Networks:
-        return make_networks(spec, self.config)
-
-    def make_replay_tables(self, spec: EnvironmentSpec) -> list[reverb.Table]:
-        c = self.config
-        limiter = make_rate_limiter(c.samples_per_insert, c.min_replay_size)
-        return [
-            make_replay_table(
-                self.table_name, transition_signature(spec), c.max_replay_size, limiter,
-                prioritized=c.prioritized, priority_exponent=c.priority_exponent,
-            )
-        ]
-
-    def make_dataset_iterator(
-        self, replay_address: str, should_stop: Callable[[], bool] | None = None
-    ) -> Iterator[reverb.ReplaySample]:
-        """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop.
-
-        Each batch holds the transitions of one learner call:
-        batch_size x num_sgd_steps_per_step.
-        """
-        c = self.config
-        return make_batch_iterator(replay_address, self.table_name,
-                                   c.batch_size * c.num_sgd_steps_per_step, c.prefetch_size,
-                                   should_stop)
+    @classmethod
+    def preset(cls, env: str) -> dict[str, Any]:
+        return field_values(DQNConfig.atari()) if env.startswith("atari:") else {}
 
     @property
-    def _actor_priorities(self) -> bool:
+    def _defer_items(self) -> bool:
+        """Ape-X: the actor writes its items with their |TD| as priorities."""
         return self.config.prioritized and self.config.actor_priorities
 
-    def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec | None = None
-                   ) -> Adder:
-        del spec  # Transitions need nothing beyond the table's signature.
-        c = self.config
-        return NStepTransitionAdder(
-            replay_client, self.table_name, n_step=c.n_step, discount=c.discount,
-            max_in_flight_items=c.max_in_flight_items,
-            defer_items=self._actor_priorities,  # The actor writes them with priorities.
-        )
+    @property
+    def _items_per_batch(self) -> int:
+        return self.config.batch_size * self.config.num_sgd_steps_per_step
 
-    def make_batched_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec,
-                           num_envs: int) -> BatchedNStepTransitionAdder:
-        """The same items for K lock-stepped environments, at a fraction of the Python cost."""
-        del spec
-        c = self.config
-        return BatchedNStepTransitionAdder(
-            replay_client, self.table_name, num_envs, n_step=c.n_step, discount=c.discount,
-            max_in_flight_items=c.max_in_flight_items, defer_items=self._actor_priorities)
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
+        return make_networks(spec, self.config)
 
-    def make_policy(
-        self,
-        networks: Networks,
-        spec: EnvironmentSpec,
-        evaluation: bool = False,
-        seed: int = 0,
-        actor_id: int = 0,
-        num_actors: int = 1,
-    ) -> EpsilonGreedyPolicy:
+    def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
+                    evaluation: bool = False, seed: int = 0, actor_id: int = 0,
+                    num_actors: int = 1) -> EpsilonGreedyPolicy:
         c = self.config
         if evaluation:
             return EpsilonGreedyPolicy(networks["q"], spec, c.epsilon_eval, c.epsilon_eval, 0, seed)
@@ -110,41 +61,25 @@ class DQNBuilder:
             networks["q"], spec, c.epsilon_init, c.epsilon_final, c.epsilon_decay_steps, seed
         )
 
-    def make_actor(
-        self,
-        policy: EpsilonGreedyPolicy,
-        networks: Networks,
-        adders: Sequence[Adder] | BatchedAdder | None,
-        variable_source: core.VariableSource | None,
-        batched: bool = True,
-    ) -> core.Actor:
-        """A batched actor (one adder per environment, or one batched adder) or a
-        single-environment one."""
+    def make_actor(self, *, policy: EpsilonGreedyPolicy, networks: Networks,
+                   adders: Sequence[Adder] | BatchedAdder | None,
+                   variable_source: core.VariableSource | None) -> core.Actor:
+        """A batched actor (one adder per environment, or one batched adder)."""
         client = None
         if variable_source is not None:
-            client = VariableClient(
-                variable_source, {"q": networks["q"].variables},
-                update_period=self.config.variable_update_period,
-            )
+            client = VariableClient(variable_source, {"q": networks["q"].variables},
+                                    update_period=self.config.variable_update_period)
         priority_fn = None
-        if adders and self._actor_priorities:
+        if adders is not None and self._defer_items:
             priority_fn = TDPriority(networks["q"], policy.spec, policy)
-        if batched:
-            fused = priority_fn.with_actions if priority_fn is not None else None
-            return BatchedFeedForwardActor(policy, adders, client, priority_fn,
-                                           fused_priority_policy=fused)
-        adder = adders[0] if adders else None
-        return FeedForwardActor(policy, adder, client, priority_fn)
+        fused = priority_fn.with_actions if priority_fn is not None else None
+        return BatchedFeedForwardActor(policy, adders, client, priority_fn,
+                                       fused_priority_policy=fused)
 
-    def make_learner(
-        self,
-        networks: Networks,
-        spec: EnvironmentSpec,
-        iterator: Iterator[reverb.ReplaySample],
-        replay_address: str | None,
-        counter: Counter | None = None,
-        logger: Logger | None = None,
-    ) -> DQNLearner:
+    def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
+                     iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
+                     counter: Counter | None = None, logger: Logger | None = None
+                     ) -> DQNLearner:
         c = self.config
         client = None
         if c.prioritized and replay_address is not None:

@@ -7,12 +7,15 @@ launch_programs calls these methods inside whichever node needs each part.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import reverb
-import sonnet as snt
 import tensorflow as tf
 
 from agentkit import core
+from agentkit.adders import Adder
+from agentkit.builders import ActorLearnerBuilder, Networks
+from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
@@ -21,22 +24,21 @@ from agents.impala.config import IMPALAConfig
 from agents.impala.learning import IMPALALearner
 from agents.impala.networks import make_networks
 from components.actors import BatchedFeedForwardActor, BatchedRecurrentActor
-from components.adders import Adder, UnrollAdder, unroll_signature
+from components.adders import UnrollAdder, unroll_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
 from components.replay import make_queue_table
 from components.variable_client import VariableClient
 
-Networks = dict[str, snt.Module]
 
-
-class IMPALABuilder:
+class IMPALABuilder(ActorLearnerBuilder):
     """Makes IMPALA's queue, batches, adder, policies, actors and learner."""
 
+    config_class = IMPALAConfig
     table_name = "unroll_queue"
-    variable_names = ("policy",)
 
-    def __init__(self, config: IMPALAConfig):
-        self.config = config
+    @classmethod
+    def preset(cls, env: str) -> dict[str, Any]:
+        return field_values(IMPALAConfig.atari()) if env.startswith("atari:") else {}
 
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
         """Behaviour logits; with an LSTM, also the core state each step began with."""
@@ -50,16 +52,16 @@ class IMPALABuilder:
     def signature(self, spec: EnvironmentSpec) -> dict:
         return unroll_signature(spec, self.config.unroll_length, self._extras_spec(spec))
 
-    def make_networks(self, spec: EnvironmentSpec) -> Networks:
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
         return make_networks(spec, self.config)
 
-    def make_replay_tables(self, spec: EnvironmentSpec) -> list[reverb.Table]:
+    def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         c = self.config
         return [make_queue_table(self.table_name, self.signature(spec), c.max_queue_size,
                                  c.batch_size)]
 
     def make_dataset_iterator(
-        self, replay_address: str, should_stop: Callable[[], bool] | None = None
+        self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
     ) -> Iterator[dict]:
         """Batches of unrolls, each taken from the queue once and never dropped."""
         return BatchingIterator(
@@ -67,12 +69,13 @@ class IMPALABuilder:
             self.config.batch_size, should_stop or (lambda: False),
         )
 
-    def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
         return UnrollAdder(replay_client, self.table_name, self.config.unroll_length,
                            self._extras_spec(spec))
 
     def make_policy(
         self,
+        *,
         networks: Networks,
         spec: EnvironmentSpec,
         evaluation: bool = False,
@@ -87,6 +90,7 @@ class IMPALABuilder:
 
     def make_actor(
         self,
+        *,
         policy: SamplingPolicy,
         networks: Networks,
         adders: Sequence[Adder] | None,
@@ -102,6 +106,7 @@ class IMPALABuilder:
 
     def make_learner(
         self,
+        *,
         networks: Networks,
         spec: EnvironmentSpec,
         iterator: Iterator[dict],

@@ -7,36 +7,37 @@ launch_programs calls these methods inside whichever node needs each part.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import reverb
-import sonnet as snt
 import tensorflow as tf
 
 from agentkit import core
+from agentkit.adders import Adder
+from agentkit.builders import ActorLearnerBuilder, Networks
+from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
-from agents.r2d2.acting import RecurrentEpsilonGreedyPolicy
 from agents.r2d2.config import R2D2Config
 from agents.r2d2.learning import R2D2Learner
 from agents.r2d2.networks import copy_network, make_networks
-from components.actors import BatchedRecurrentActor, apex_epsilon
-from components.adders import Adder, SequenceAdder, sequence_signature
+from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
+from components.adders import SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
 from components.replay import make_rate_limiter, make_replay_table
 from components.variable_client import VariableClient
 
-Networks = dict[str, snt.Module]
 
-
-class R2D2Builder:
+class R2D2Builder(ActorLearnerBuilder):
     """Makes R2D2's table, dataset, sequence adder, policies, actors and learner."""
 
+    config_class = R2D2Config
     table_name = "priority_table"
-    variable_names = ("q",)
 
-    def __init__(self, config: R2D2Config):
-        self.config = config
+    @classmethod
+    def preset(cls, env: str) -> dict[str, Any]:
+        return field_values(R2D2Config.atari()) if env.startswith("atari:") else {}
 
     def _extras_spec(self) -> dict:
         """The core state each step began with (the learner restarts from step 0's)."""
@@ -46,24 +47,24 @@ class R2D2Builder:
     def signature(self, spec: EnvironmentSpec) -> dict:
         return sequence_signature(spec, self.config.sequence_length, self._extras_spec())
 
-    def make_networks(self, spec: EnvironmentSpec) -> Networks:
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
         return make_networks(spec, self.config)
 
-    def make_replay_tables(self, spec: EnvironmentSpec) -> list[reverb.Table]:
+    def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         c = self.config
         limiter = make_rate_limiter(c.samples_per_insert, c.min_replay_size)
         return [make_replay_table(self.table_name, self.signature(spec), c.max_replay_size,
                                   limiter, prioritized=True, priority_exponent=c.priority_exponent)]
 
     def make_dataset_iterator(
-        self, replay_address: str, should_stop: Callable[[], bool] | None = None
+        self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
     ) -> Iterator[reverb.ReplaySample]:
         """Batches of sequences; restarts after rate-limiter timeouts, ends on should_stop."""
         return make_batch_iterator(replay_address, self.table_name, self.config.batch_size,
                                    self.config.prefetch_size, should_stop)
 
-    def make_adder(self, replay_client: reverb.Client, spec: EnvironmentSpec | None = None
-                   ) -> Adder:
+    def make_adder(self, *, replay_client: reverb.Client,
+                   spec: EnvironmentSpec | None = None) -> Adder:
         del spec  # The signature is the table's; the adder needs only the extras.
         c = self.config
         return SequenceAdder(replay_client, self.table_name, c.sequence_length, c.period,
@@ -71,6 +72,7 @@ class R2D2Builder:
 
     def make_policy(
         self,
+        *,
         networks: Networks,
         spec: EnvironmentSpec,
         evaluation: bool = False,
@@ -85,6 +87,7 @@ class R2D2Builder:
 
     def make_actor(
         self,
+        *,
         policy: RecurrentEpsilonGreedyPolicy,
         networks: Networks,
         adders: Sequence[Adder] | None,
@@ -98,6 +101,7 @@ class R2D2Builder:
 
     def make_learner(
         self,
+        *,
         networks: Networks,
         spec: EnvironmentSpec,
         iterator: Iterator[reverb.ReplaySample],

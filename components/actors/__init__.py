@@ -1,7 +1,22 @@
-"""Actors: feed-forward (one environment), batched (K environments, one policy call), recurrent."""
+"""Actors and the behaviour policies agents share.
 
+Actors: feed-forward (one environment), batched (K environments, one policy
+call), recurrent. Policies: epsilon-greedy (scheduled, or fixed per Ape-X
+actor), Gaussian noise for deterministic policies, Ape-X's actor-side
+priorities.
+"""
+
+from components.actors.epsilon_greedy import (
+    EpsilonGreedyPolicy,
+    RecurrentEpsilonGreedyPolicy,
+    epsilon_greedy_actions,
+)
 from components.actors.exploration import apex_epsilon
 from components.actors.feed_forward import BatchedFeedForwardActor, FeedForwardActor
+from components.actors.gaussian_noise import GaussianNoisePolicy
 from components.actors.recurrent import BatchedRecurrentActor
+from components.actors.td_priority import TDPriority
 
-__all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "FeedForwardActor", "apex_epsilon"]
+__all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "EpsilonGreedyPolicy",
+           "FeedForwardActor", "GaussianNoisePolicy", "RecurrentEpsilonGreedyPolicy",
+           "TDPriority", "apex_epsilon", "epsilon_greedy_actions"]

@@ -1,4 +1,4 @@
-"""Exploration schedules shared by value-based agents (DQN, R2D2)."""
+"""Exploration schedules shared by value-based agents (DQN, R2D2, Rainbow)."""
 
 from __future__ import annotations
 

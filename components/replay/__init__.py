@@ -7,6 +7,7 @@ from components.replay.tables import (
     make_replay_table,
     transition_signature,
 )
+from components.replay.transitions import NStepTransitionReplay
 
-__all__ = ["ReplayServer", "make_queue_table", "make_rate_limiter", "make_replay_table",
+__all__ = ["NStepTransitionReplay", "ReplayServer", "make_queue_table", "make_rate_limiter", "make_replay_table",
            "pick_free_port", "transition_signature"]

@@ -30,18 +30,18 @@ def test_bad_config_values_name_their_field(field, value):
 def test_discrete_actions_are_refused_with_a_clear_error():
     spec = make_environment_spec(fakes.match_the_sign())
     with pytest.raises(ValueError, match="bounded continuous actions"):
-        D4PGBuilder(D4PGConfig(**SMALL)).make_networks(spec)
+        D4PGBuilder(D4PGConfig(**SMALL)).make_networks(spec=spec)
 
 
 def test_the_actor_never_emits_an_action_outside_the_spec():
     spec = make_environment_spec(fakes.continuous_environment(action_dim=3))
     builder = D4PGBuilder(D4PGConfig(**SMALL))
-    networks = builder.make_networks(spec)
+    networks = builder.make_networks(spec=spec)
     for v in networks["policy"].variables:  # Saturate the policy: tanh at +-1.
         v.assign(v * 100.0)
     observations = np.random.default_rng(0).normal(size=(512, 4)).astype(np.float32) * 10
-    greedy = builder.make_policy(networks, spec, evaluation=True)(observations).numpy()
-    noisy_policy = builder.make_policy(networks, spec, seed=1)
+    greedy = builder.make_policy(networks=networks, spec=spec, evaluation=True)(observations).numpy()
+    noisy_policy = builder.make_policy(networks=networks, spec=spec, seed=1)
     noisy_policy._noise_scale = tf.constant(50.0)  # Noise far beyond the bounds.
     noisy = np.concatenate([noisy_policy(observations).numpy() for _ in range(10)])
     for actions in (greedy, noisy):
@@ -54,10 +54,10 @@ def test_the_actor_never_emits_an_action_outside_the_spec():
 def test_exploration_noise_scales_with_the_action_range():
     spec = make_environment_spec(fakes.continuous_environment(action_dim=1))
     builder = D4PGBuilder(D4PGConfig(sigma=0.2, **SMALL))
-    networks = builder.make_networks(spec)
+    networks = builder.make_networks(spec=spec)
     for v in networks["policy"].variables:
         v.assign(tf.zeros_like(v))  # pi(o) = 0: the actions are the noise.
-    actions = builder.make_policy(networks, spec, seed=3)(np.zeros((20000, 4), np.float32))
+    actions = builder.make_policy(networks=networks, spec=spec, seed=3)(np.zeros((20000, 4), np.float32))
     assert np.std(actions.numpy()) == pytest.approx(0.2, rel=0.05)  # Range [-1, 1]: half = 1.
 
 
@@ -92,10 +92,10 @@ def test_a_compiled_loop_of_three_batches_stops_at_a_nan_one_and_keeps_the_two_b
     spec = make_environment_spec(fakes.match_the_value())
     builder = D4PGBuilder(D4PGConfig(**SMALL, batches_per_call=3))
     samples = _batches(poisoned_index=2, count=4)
-    single = builder.make_learner(builder.make_networks(spec), spec, iter(()), None)
+    single = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=iter(()), replay_address=None)
     counter = Counter(prefix="learner")
-    looped = builder.make_learner(builder.make_networks(spec), spec,
-                                  fakes.sample_iterator(samples), None, counter=counter)
+    looped = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                  iterator=fakes.sample_iterator(samples), replay_address=None, counter=counter)
     looped.restore(single.save())
     for sample in samples[:2]:
         single._step_fn(sample)
@@ -114,8 +114,8 @@ def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
 
     spec = make_environment_spec(fakes.match_the_value())
     builder = D4PGBuilder(D4PGConfig(**SMALL))
-    networks = builder.make_networks(spec)
-    learner = builder.make_learner(networks, spec, iter(()), None)
+    networks = builder.make_networks(spec=spec)
+    learner = builder.make_learner(networks=networks, spec=spec, iterator=iter(()), replay_address=None)
     learner._iterator = iter(_batches(poisoned_index=1, count=2))
     learner.step()
     before = learner.save()

@@ -40,16 +40,16 @@ def _setup(reverb_server_factory, **overrides):
     builder = DQNBuilder(config)
     env = fakes.discrete_environment(num_actions=3, episode_length=5, rewards=[1.0] * 5)
     spec = make_environment_spec(env)
-    server, client = reverb_server_factory(builder.make_replay_tables(spec))
+    server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     address = f"localhost:{server.port}"
-    networks = builder.make_networks(spec)
-    adders = [builder.make_adder(client) for _ in range(2)]
-    actor = builder.make_actor(builder.make_policy(networks, spec), networks, adders, None)
+    networks = builder.make_networks(spec=spec)
+    adders = [builder.make_adder(replay_client=client) for _ in range(2)]
+    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec), networks=networks, adders=adders, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
     BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
     actor.close()
-    learner = builder.make_learner(builder.make_networks(spec), spec,
-                                   builder.make_dataset_iterator(address), address)
+    learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                   iterator=builder.make_dataset_iterator(replay_address=address), replay_address=address)
     return builder, learner, client, spec, networks
 
 
@@ -100,11 +100,11 @@ def test_apex_epsilons_follow_the_paper():
     config = DQNConfig(hidden_sizes=(8,), head_hidden_size=0, apex_epsilons=True)
     builder = DQNBuilder(config)
     spec = make_environment_spec(fakes.discrete_environment(num_actions=4))
-    networks = builder.make_networks(spec)
-    epsilons = [builder.make_policy(networks, spec, actor_id=i, num_actors=4).epsilon()
+    networks = builder.make_networks(spec=spec)
+    epsilons = [builder.make_policy(networks=networks, spec=spec, actor_id=i, num_actors=4).epsilon()
                 for i in range(4)]
     assert epsilons == pytest.approx([0.4 ** (1 + 7 * i / 3) for i in range(4)])
-    assert builder.make_policy(networks, spec, evaluation=True).epsilon() == 0.0
+    assert builder.make_policy(networks=networks, spec=spec, evaluation=True).epsilon() == 0.0
 
 
 def test_learner_reduces_the_loss_and_updates_the_target(reverb_server_factory):
@@ -134,7 +134,7 @@ def test_learner_checkpoint_round_trip(reverb_server_factory):
     state = learner.save()
     assert int(state["num_steps"]) == 3
     assert any(k.startswith("optimizer/") for k in state)
-    other = builder.make_learner(builder.make_networks(spec), spec, iter(()), None)
+    other = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=iter(()), replay_address=None)
     other.restore(state)
     assert other.num_steps == 3
     for a, b in zip(learner.get_variables(["q"])[0], other.get_variables(["q"])[0]):
@@ -146,8 +146,8 @@ def test_policy_explores_then_acts_greedily_without_retracing():
                        epsilon_final=0.0)
     builder = DQNBuilder(config)
     spec = make_environment_spec(fakes.discrete_environment(num_actions=4))
-    networks = builder.make_networks(spec)
-    policy = builder.make_policy(networks, spec, seed=3)
+    networks = builder.make_networks(spec=spec)
+    policy = builder.make_policy(networks=networks, spec=spec, seed=3)
     observations = np.random.default_rng(0).uniform(-1, 1, (50, 4)).astype(np.float32)
     early = np.asarray(policy(observations))
     greedy = np.argmax(networks["q"](observations).numpy(), axis=-1)
@@ -161,10 +161,10 @@ def test_policy_explores_then_acts_greedily_without_retracing():
 
 def test_atari_torso_is_chosen_for_frames_and_refused_for_vectors():
     builder = DQNBuilder(DQNConfig(torso="atari"))
-    networks = builder.make_networks(make_environment_spec(fakes.fake_atari()))
+    networks = builder.make_networks(spec=make_environment_spec(fakes.fake_atari()))
     assert networks["q"](tf.zeros((2, 84, 84, 4), tf.uint8)).shape == (2, 6)
     with pytest.raises(ConfigError, match="--torso"):
-        builder.make_networks(make_environment_spec(fakes.discrete_environment()))
+        builder.make_networks(spec=make_environment_spec(fakes.discrete_environment()))
 
 
 def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing(reverb_server_factory):
@@ -202,8 +202,8 @@ def test_k_sgd_steps_per_call_equal_k_single_steps_on_the_slices(reverb_server_f
     triple_builder = DQNBuilder(dataclasses.replace(builder.config, num_sgd_steps_per_step=3))
     counter = Counter(prefix="learner")
     triple = triple_builder.make_learner(
-        triple_builder.make_networks(spec), spec, triple_builder.make_dataset_iterator(address),
-        address, counter=counter)
+        networks=triple_builder.make_networks(spec=spec), spec=spec, iterator=triple_builder.make_dataset_iterator(replay_address=address),
+        replay_address=address, counter=counter)
     triple.restore(single.save())  # Same weights, target and optimizer state.
     sample = next(triple._iterator)
     assert sample.data.reward.shape == (48,)
@@ -239,8 +239,8 @@ def test_three_batches_per_call_equal_three_single_step_calls(reverb_server_fact
     single_priorities = _priorities(client, builder.table_name)
     looped_builder = DQNBuilder(dataclasses.replace(builder.config, batches_per_call=3))
     counter = Counter(prefix="learner")
-    looped = looped_builder.make_learner(looped_builder.make_networks(spec), spec,
-                                         fakes.sample_iterator(samples), address, counter=counter)
+    looped = looped_builder.make_learner(networks=looped_builder.make_networks(spec=spec), spec=spec,
+                                         iterator=fakes.sample_iterator(samples), replay_address=address, counter=counter)
     looped.restore(start)
     looped.step()
     assert looped._step_loop._compiled  # One compiled call, not a Python loop.
@@ -264,8 +264,8 @@ def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_facto
     builder, _, client, spec, _ = _setup(reverb_server_factory, prioritized=True,
                                          num_sgd_steps_per_step=3)
     address = client.server_address
-    learner = builder.make_learner(builder.make_networks(spec), spec,
-                                   builder.make_dataset_iterator(address), address)
+    learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                   iterator=builder.make_dataset_iterator(replay_address=address), replay_address=address)
     sample = next(learner._iterator)
     reward = np.asarray(sample.data.reward).copy()
     reward[16 + 3] = np.nan  # One poisoned transition in the second slice.
@@ -289,12 +289,12 @@ def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
     builder = DQNBuilder(config)
     envs = [fakes.discrete_environment(3, episode_length=5, seed=s) for s in (0, 1)]
     spec = make_environment_spec(envs[0])
-    _, client = reverb_server_factory(builder.make_replay_tables(spec))
-    networks = builder.make_networks(spec)
-    policy = builder.make_policy(networks, spec)
-    adders = (builder.make_batched_adder(client, spec, len(envs)) if batched_adder
-              else [builder.make_adder(client) for _ in envs])
-    actor = builder.make_actor(policy, networks, adders, None)
+    _, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
+    networks = builder.make_networks(spec=spec)
+    policy = builder.make_policy(networks=networks, spec=spec)
+    adders = (builder.make_batched_adder(replay_client=client, spec=spec, num_envs=len(envs)) if batched_adder
+              else [builder.make_adder(replay_client=client) for _ in envs])
+    actor = builder.make_actor(policy=policy, networks=networks, adders=adders, variable_source=None)
     calls = []
     compiled = policy._policy
     policy._policy = lambda o: (calls.append(1), compiled(o))[1]

@@ -30,8 +30,8 @@ def test_bad_config_values_name_their_field(field, value):
 def _learner_and_batch(config, seed=0):
     builder = IMPALABuilder(config)
     spec = make_environment_spec(fakes.match_the_sign())
-    networks = builder.make_networks(spec)
-    learner = builder.make_learner(networks, spec, iter(()), None)
+    networks = builder.make_networks(spec=spec)
+    learner = builder.make_learner(networks=networks, spec=spec, iterator=iter(()), replay_address=None)
     rng = np.random.default_rng(seed)
     n, b = config.unroll_length + 1, 3
     observation = rng.uniform(-1, 1, (b, n, 2)).astype(np.float32)
@@ -132,10 +132,10 @@ def test_recurrent_unroll_replays_exactly_what_the_actor_computed(reverb_server_
     config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,), lstm_size=6)
     builder = IMPALABuilder(config)
     spec = make_environment_spec(fakes.match_the_sign())
-    server, client = reverb_server_factory(builder.make_replay_tables(spec))
-    networks = builder.make_networks(spec)
-    adders = [builder.make_adder(client, spec) for _ in range(2)]
-    actor = builder.make_actor(builder.make_policy(networks, spec), networks, adders, None)
+    server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
+    networks = builder.make_networks(spec=spec)
+    adders = [builder.make_adder(replay_client=client, spec=spec) for _ in range(2)]
+    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec), networks=networks, adders=adders, variable_source=None)
     env = BatchedEnvironment([fakes.match_the_sign(seed=1), fakes.match_the_sign(seed=2)])
     BatchedEnvironmentLoop(env, actor).run(num_steps=25)  # 10-step episodes: resets inside.
     actor.close()

@@ -92,8 +92,8 @@ def _learner_and_batch(burn_in, length=8, batch=3, seed=0):
                         min_replay_size=batch)
     builder = R2D2Builder(config)
     spec = make_environment_spec(make_environment("memory:4"))
-    networks = builder.make_networks(spec)
-    learner = builder.make_learner(networks, spec, iter(()), None)
+    networks = builder.make_networks(spec=spec)
+    learner = builder.make_learner(networks=networks, spec=spec, iterator=iter(()), replay_address=None)
     rng = np.random.default_rng(seed)
     state = rng.normal(size=(batch, length, 8)).astype(np.float32)
     data = {

@@ -1,4 +1,4 @@
-"""D4PG's policy: the deterministic action plus Gaussian noise, clipped to the action spec."""
+"""Gaussian exploration for deterministic policies (D4PG): noise clipped to the action spec."""
 
 from __future__ import annotations
 

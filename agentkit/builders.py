@@ -1,0 +1,110 @@
+"""The builder contract: what an agent supplies so that one generic program can run it.
+
+A builder makes every part of an agent from its config. The generic program
+(`launch_programs.agent_program.make_agent_program`) calls these methods, by
+keyword, inside whichever node needs each part, in this process or another:
+
+    node        when                      calls
+    (command)   before launch             preset(env), make_networks   (a mismatch fails here)
+    replay      at construction           make_replay_tables
+    learner     at construction           make_networks, make_dataset_iterator, make_learner
+    actor_i     at construction           make_networks, make_batched_adder or make_adder
+                                          (one per environment), make_policy, make_actor
+    evaluator   at construction           make_networks, make_policy(evaluation=True),
+                                          make_actor(adders=None)
+
+A builder knows nothing of launchers, processes or node names. Methods with
+a default here are optional: `make_batched_adder` returns None when the agent
+has no batched adder (the actor then gets one `make_adder` per environment).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from agentkit import core
+from agentkit.adders import Adder, BatchedAdder
+from agentkit.specs import EnvironmentSpec
+
+if TYPE_CHECKING:  # Annotations only: the vocabulary imports no replay code at run time.
+    import reverb
+
+    from agentkit.counting import Counter
+    from agentkit.loggers import Logger
+
+ConfigT = TypeVar("ConfigT")
+# An agent's networks by name ("q", "policy", "critic"...): what its policy,
+# actor and learner share, and what the learner serves to actors by name.
+Networks = dict[str, Any]
+
+
+class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
+    """Makes an agent's tables, dataset, adders, policies, actors and learner from a config.
+
+    Subclasses set `config_class` (a validated dataclass; every field becomes
+    a command-line flag) and may override `preset` (config values for an
+    environment family, such as Atari's).
+    """
+
+    config_class: ClassVar[type]
+
+    def __init__(self, config: ConfigT):
+        self.config = config
+
+    @classmethod
+    def preset(cls, env: str) -> dict[str, Any]:
+        """Config values that suit the environment named `env` ("atari:Pong"); {} keeps the
+        dataclass defaults. Flags the user gives override these."""
+        del env
+        return {}
+
+    @abc.abstractmethod
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
+        """Fresh networks for `spec`; raises ValueError (or ConfigError) when they cannot fit
+        it. Every node that acts or learns makes its own copy."""
+
+    @abc.abstractmethod
+    def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
+        """The Reverb tables (with their rate limiters) that the replay node serves."""
+
+    @abc.abstractmethod
+    def make_dataset_iterator(
+        self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[Any]:
+        """The learner's batches from replay; it ends (StopIteration) once `should_stop()`."""
+
+    @abc.abstractmethod
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
+        """One environment's adder, writing to the replay behind `replay_client`."""
+
+    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                           num_envs: int) -> BatchedAdder | None:
+        """One adder for `num_envs` lock-stepped environments, or None (then one `make_adder`
+        per environment)."""
+        del replay_client, spec, num_envs
+        return None
+
+    @abc.abstractmethod
+    def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
+                    evaluation: bool = False, seed: int = 0, actor_id: int = 0,
+                    num_actors: int = 1) -> Any:
+        """The behaviour policy of actor `actor_id` of `num_actors` (its own exploration), or
+        with `evaluation` the evaluator's."""
+
+    @abc.abstractmethod
+    def make_actor(self, *, policy: Any, networks: Networks,
+                   adders: Sequence[Adder] | BatchedAdder | None,
+                   variable_source: core.VariableSource | None) -> core.Actor:
+        """A batched actor over one group of environments. `adders` is None for the
+        evaluator; `variable_source` (the learner) is None for an actor whose networks
+        another actor of the same node updates."""
+
+    @abc.abstractmethod
+    def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
+                     iterator: Iterator[Any], replay_address: str | None,
+                     counter: Counter | None = None, logger: Logger | None = None
+                     ) -> core.Learner:
+        """The learner over `iterator`'s batches. `replay_address` reaches the tables for
+        priority updates (None: no write-back, as in tests)."""

@@ -1,0 +1,75 @@
+"""The replay parts of every agent that learns from n-step transitions (DQN, D4PG, ...).
+
+A prioritized (or uniform) FIFO table of `Transition` items under a
+sample-to-insert rate limiter, batches from it through tf.data, and the
+per-environment and batched n-step adders that fill it. An agent's builder
+inherits these four methods and keeps only its networks, policy, actor and
+learner. The config must carry the replay fields (`require_replay_fields`)
+and `n_step`, `discount`, `max_in_flight_items`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import reverb
+
+from agentkit.builders import ActorLearnerBuilder
+from agentkit.specs import EnvironmentSpec
+from components.adders import BatchedNStepTransitionAdder, NStepTransitionAdder
+from components.datasets import make_batch_iterator
+from components.replay.tables import make_rate_limiter, make_replay_table, transition_signature
+
+
+class NStepTransitionReplay(ActorLearnerBuilder):
+    """`make_replay_tables`, `make_dataset_iterator`, `make_adder`, `make_batched_adder`
+    for n-step transitions.
+
+    Hooks: `_defer_items` (the actor computes the items' priorities itself,
+    as DQN's Ape-X actors do) and `_items_per_batch` (transitions per learner
+    call).
+    """
+
+    table_name = "priority_table"
+
+    @property
+    def _defer_items(self) -> bool:
+        return False
+
+    @property
+    def _items_per_batch(self) -> int:
+        return self.config.batch_size
+
+    def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
+        c = self.config
+        limiter = make_rate_limiter(c.samples_per_insert, c.min_replay_size)
+        return [make_replay_table(self.table_name, transition_signature(spec), c.max_replay_size,
+                                  limiter, prioritized=c.prioritized,
+                                  priority_exponent=c.priority_exponent)]
+
+    def make_dataset_iterator(
+        self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[reverb.ReplaySample]:
+        """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop."""
+        return make_batch_iterator(replay_address, self.table_name, self._items_per_batch,
+                                   self.config.prefetch_size, should_stop)
+
+    def make_adder(self, *, replay_client: reverb.Client,
+                   spec: EnvironmentSpec | None = None) -> NStepTransitionAdder:
+        del spec  # Transitions need nothing beyond the table's signature.
+        c = self.config
+        return NStepTransitionAdder(replay_client, self.table_name, n_step=c.n_step,
+                                    discount=c.discount,
+                                    max_in_flight_items=c.max_in_flight_items,
+                                    defer_items=self._defer_items)
+
+    def make_batched_adder(self, *, replay_client: reverb.Client,
+                           spec: EnvironmentSpec | None = None,
+                           num_envs: int = 1) -> BatchedNStepTransitionAdder:
+        """The same items for K lock-stepped environments, at a fraction of the Python cost."""
+        del spec
+        c = self.config
+        return BatchedNStepTransitionAdder(replay_client, self.table_name, num_envs,
+                                           n_step=c.n_step, discount=c.discount,
+                                           max_in_flight_items=c.max_in_flight_items,
+                                           defer_items=self._defer_items)

@@ -1,0 +1,43 @@
+"""How many of each node a program has, and when it stops, evaluates and checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentkit.config import require
+
+
+@dataclasses.dataclass
+class ProgramConfig:
+    """How many of each node, and when to stop and evaluate."""
+
+    num_actors: int = 2  # Actor nodes.
+    num_envs_per_actor: int = 4  # Environments each actor steps with one policy call.
+    env_groups: int = 1  # 2: alternating groups of K/2, one simulating while the other infers.
+    atari_vector_env: bool = False  # atari: step each group's games in ale-py's C++ threads.
+    max_env_failures: int = 10  # Episodes an actor's simulators may fail (raise) before it does.
+    max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
+    eval_every: int = 5_000  # Actor steps between evaluations.
+    eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
+    eval_at_start: bool = True  # Also evaluate at step 0 (the untrained baseline).
+    seed: int = 0
+    print_every_s: float = 5.0  # Progress line period (0: silent).
+    checkpoint_every_s: float = 300.0  # Learner (and replay) checkpoint period.
+    checkpoint_replay: bool = False  # Also checkpoint the Reverb tables (<logdir>/checkpoints/replay).
+    replay_port: int | None = None  # None picks a free port (once: a restarted replay keeps it).
+
+    def __post_init__(self):
+        require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
+        require(self.num_envs_per_actor >= 1, "num_envs_per_actor", ">= 1",
+                self.num_envs_per_actor)
+        require(self.env_groups >= 1 and self.num_envs_per_actor % self.env_groups == 0,
+                "env_groups", f"a divisor of num_envs_per_actor ({self.num_envs_per_actor})",
+                self.env_groups)
+        require(self.max_env_failures >= 0, "max_env_failures", ">= 0", self.max_env_failures)
+        require(self.max_actor_steps >= 1, "max_actor_steps", ">= 1", self.max_actor_steps)
+        require(self.eval_every >= 1, "eval_every", ">= 1", self.eval_every)
+        require(self.eval_episodes >= 0, "eval_episodes", ">= 0", self.eval_episodes)
+        require(self.seed >= 0, "seed", ">= 0", self.seed)
+        require(self.checkpoint_every_s > 0, "checkpoint_every_s", "> 0", self.checkpoint_every_s)
+        require(self.replay_port is None or 0 <= self.replay_port < 65536, "replay_port",
+                "a port number", self.replay_port)
