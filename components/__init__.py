@@ -1,5 +1,6 @@
-"""components: reusable parts that agents compose (adders, replay, actors, networks...)."""
+"""components: reusable parts that agents compose (adders, replay, actors, networks...).
 
-from components.autograph_rules import skip_autograph_for
-
-skip_autograph_for()
+Importing it changes no process-wide setting: TensorFlow's (threads, GPU
+memory, autograph's rules) are applied on purpose by the launcher's set-up,
+`launch_programs.devices.configure_tensorflow`.
+"""

@@ -1,16 +1,27 @@
-"""TensorFlow's process-wide settings, applied before a process's first op."""
+"""TensorFlow's process-wide settings, applied on purpose before a process's first op.
+
+The command line calls `configure_tensorflow` in its own process, and the
+ray launcher in every node process it starts: thread budgets, GPU memory
+growth, and autograph's rules for library code (`components.autograph_rules`).
+"""
 
 from __future__ import annotations
 
 
 def configure_tensorflow(threads: int = 0) -> None:
-    """A thread budget (0: TensorFlow's default) and GPU memory growth.
+    """A thread budget (0: TensorFlow's default), GPU memory growth, autograph's rules.
 
     An actor reserving one CPU runs its small batched forward passes fastest
     on one thread and then leaves the other cores to the other processes.
     TensorFlow takes all GPU memory by default; processes sharing a GPU must not.
+    Autograph skips Sonnet, Reverb and dm-tree (tracing a learner step 2.6x
+    faster; see components/autograph_rules.py).
     """
     import tensorflow as tf
+
+    from components.autograph_rules import skip_autograph_for
+
+    skip_autograph_for()
 
     if threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(threads)

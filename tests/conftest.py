@@ -9,6 +9,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest
 import reverb
 
+from components.autograph_rules import skip_autograph_for
+
+# The launcher's set-up applies these in every process it runs; tests that
+# build learners and policies directly get the same fast tracing.
+skip_autograph_for()
+
 
 @pytest.fixture
 def reverb_server_factory():

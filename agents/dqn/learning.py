@@ -25,15 +25,16 @@ its own step, as with K = 1. A slice whose loss is not finite is skipped
 apply, and the call then raises NonFiniteLossError.
 
 With `batches_per_call = N > 1` one `step()` runs N such steps, each on a
-batch of its own, in one compiled loop (`components.step_loop.StepLoop`):
-the same updates as N calls, without the Python between them, and the
-priorities of the N steps go to the table in one write at the end of the
-call (`PriorityWriter`).
+batch of its own, in one compiled loop: the same updates as N calls,
+without the Python between them, and the priorities of the N steps go to
+the table in one write at the end of the call. The loop, the slices, the
+non-finite guard, the target copies and the priority writes are the shared
+learner loop's (`components.learners.SGDLearner`); this module is the loss.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import reverb
 import sonnet as snt
@@ -41,13 +42,14 @@ import tensorflow as tf
 
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from components.learning import (
+from components.learners import (
+    FusedAdam,
     LinearDecay,
-    QLearnerBase,
-    StepLogger,
-    all_finite,
+    OptimizerGroup,
+    SGDLearner,
+    TargetUpdate,
+    importance_weights,
 )
-from components.optimizers import FusedAdam
 
 
 def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
@@ -57,11 +59,7 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
     return 0.5 * quadratic**2 + delta * (abs_x - quadratic)
 
 
-# The metrics that a call of K SGD steps reports as means over its steps.
-AVERAGED_METRICS = ("loss", "q_mean", "td_abs_mean", "grad_norm")
-
-
-class DQNLearner(QLearnerBase):
+class DQNLearner(SGDLearner):
     """Trains a Q-network from replay samples."""
 
     def __init__(
@@ -89,98 +87,50 @@ class DQNLearner(QLearnerBase):
     ):
         self._network = network
         self._target_network = target_network
-        self._iterator = iterator
-        self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        self._optimizer = FusedAdam(self._schedule.rate, epsilon=adam_epsilon)
-        self._target_update_period = target_update_period
-        self._tau = float(target_update_tau)
         self._delta = huber_loss_parameter
         self._beta = importance_sampling_exponent
-        self._max_gradient_norm = max_gradient_norm
         self._double_q = double_q
-        if num_sgd_steps_per_step < 1:
-            raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {num_sgd_steps_per_step}")
-        self._steps_per_call = int(num_sgd_steps_per_step)
-        self._setup_step_loop(batches_per_call, replay_client, table)
-        self._step_logger = StepLogger(counter, logger, log_every_s)
-        self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        # Create Adam's slots now, so checkpoints can be restored before a step.
-        self._optimizer._initialize(self._network.trainable_variables)
-        self._step_fn = tf.function(self._step)
+        schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
+        self._optimizer = FusedAdam(schedule.rate, epsilon=adam_epsilon)
+        super().__init__(
+            iterator=iterator,
+            groups=[OptimizerGroup("optimizer", "loss", network.trainable_variables,
+                                   self._optimizer, schedule)],
+            max_gradient_norm=max_gradient_norm,
+            targets=TargetUpdate([(target_network, network)], target_update_period,
+                                 target_update_tau),
+            batches_per_call=batches_per_call,
+            sgd_steps_per_batch=num_sgd_steps_per_step,
+            replay_client=replay_client,
+            table=table,
+            counter=counter,
+            logger=logger,
+            log_every_s=log_every_s,
+        )
 
-    def _step(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
-        keys, probabilities = sample.info.key, sample.info.probability
-        if self._steps_per_call == 1:
-            metrics, td, finite = self._sgd_step(sample.data, probabilities)
-            if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
-                self._write_priorities(keys, tf.abs(td))
-            return metrics
-        # [K * B, ...] -> K slices of [B, ...], one SGD step on each.
-        k = self._steps_per_call
-        slices = tf.nest.map_structure(
-            lambda x: tf.reshape(x, tf.concat([[k, -1], tf.shape(x)[1:]], axis=0)),
-            (sample.data, probabilities))
-        tds = tf.TensorArray(tf.float32, size=k)
-        kept = tf.TensorArray(tf.bool, size=k)
-        sums = {name: tf.constant(0.0) for name in AVERAGED_METRICS}
-        for i in tf.range(k):
-            data_i, probabilities_i = tf.nest.map_structure(lambda x, i=i: x[i], slices)
-            metrics, td, finite = self._sgd_step(data_i, probabilities_i)
-            tds = tds.write(i, td)
-            kept = kept.write(i, tf.fill(tf.shape(td), finite))
-            sums = {name: sums[name] + metrics[name] for name in AVERAGED_METRICS}
-        # Only the slices whose step was applied give their items new priorities.
-        kept = kept.concat()
-        self._write_priorities(tf.boolean_mask(keys, kept),
-                               tf.abs(tf.boolean_mask(tds.concat(), kept)))
-        # Means over the K steps; `finite` is False if any step was skipped.
-        means = {name: value / float(k) for name, value in sums.items()}
-        means["finite"] = tf.reduce_all(kept)
-        means["learning_rate"] = tf.identity(self._schedule.rate)
-        return means
-
-    def _sgd_step(self, data, probabilities) -> tuple[dict[str, tf.Tensor], tf.Tensor, tf.Tensor]:
-        """One update on one batch: (metrics, td, whether it was applied)."""
-        o_tm1, a_tm1, r_t, d_t, o_t = data
-        with tf.GradientTape() as tape:
-            q_tm1 = self._network(o_tm1)
-            q_t_target = self._target_network(o_t)
-            q_t_selector = self._network(o_t) if self._double_q else q_t_target
-            a_t = tf.argmax(q_t_selector, axis=-1, output_type=tf.int32)
-            bootstrap = tf.gather(q_t_target, a_t, batch_dims=1)
-            y = tf.stop_gradient(r_t + d_t * bootstrap)
-            q_a = tf.gather(q_tm1, tf.cast(a_tm1, tf.int32), batch_dims=1)
-            td = y - q_a
-            loss_per_item = huber(td, self._delta)
-            # Importance weights; the 1/N cancels under the normalisation.
-            weights = tf.pow(1.0 / tf.cast(probabilities, tf.float32), self._beta)
-            weights = weights / tf.reduce_max(weights)
-            loss = tf.reduce_mean(weights * loss_per_item)
-        variables = self._network.trainable_variables
-        gradients = tape.gradient(loss, variables)
-        gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
-        finite = all_finite([loss, grad_norm])
-        if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
-            self._apply(gradients, variables)
-        metrics = {
-            "loss": loss,
+    def loss(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
+        transitions = sample.data
+        o_tm1, a_tm1, o_t = transitions.observation, transitions.action, \
+            transitions.next_observation
+        r_t, d_t = transitions.reward, transitions.discount
+        q_tm1 = self._network(o_tm1)
+        q_t_target = self._target_network(o_t)
+        q_t_selector = self._network(o_t) if self._double_q else q_t_target
+        a_t = tf.argmax(q_t_selector, axis=-1, output_type=tf.int32)
+        bootstrap = tf.gather(q_t_target, a_t, batch_dims=1)
+        y = tf.stop_gradient(r_t + d_t * bootstrap)
+        q_a = tf.gather(q_tm1, tf.cast(a_tm1, tf.int32), batch_dims=1)
+        td = y - q_a
+        weights = importance_weights(sample.info.probability, self._beta)
+        return {
+            "loss": tf.reduce_mean(weights * huber(td, self._delta)),
+            "priorities": tf.abs(td),
             "q_mean": tf.reduce_mean(q_a),
             "td_abs_mean": tf.reduce_mean(tf.abs(td)),
-            "grad_norm": grad_norm,
-            "learning_rate": tf.identity(self._schedule.rate),
-            "finite": finite,
         }
-        return metrics, td, finite
 
-    def _apply(self, gradients, variables) -> None:
-        self._optimizer.apply(gradients, variables)
-        self._schedule.update(self._num_steps)
-        self._num_steps.assign_add(1)
-        pairs = zip(self._target_network.variables, self._network.variables)
-        if self._tau > 0:
-            # Polyak averaging: the target trails the online network smoothly.
-            for target, source in pairs:
-                target.assign((1.0 - self._tau) * target + self._tau * source)
-        elif self._num_steps % self._target_update_period == 0:
-            for target, source in pairs:
-                target.assign(source)
+    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        return {"q": self._network.variables, "q_target": self._target_network.variables}
+
+    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return self._network_groups()

@@ -134,6 +134,7 @@ class IMPALABuilder(ActorLearnerBuilder):
             clip_pg_rho_threshold=clip_pg_rho,
             vtrace_lambda=c.vtrace_lambda,
             value_learning_rate=c.value_learning_rate or None,
+            batch_size=c.batch_size,
             counter=counter,
             logger=logger,
         )

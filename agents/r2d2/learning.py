@@ -23,7 +23,7 @@ action was taken and a later step of the sequence exists to bootstrap from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import reverb
 import sonnet as snt
@@ -32,14 +32,15 @@ import tree
 
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from components.learning import (
+from components.learners import (
+    FusedAdam,
     LinearDecay,
-    QLearnerBase,
-    StepLogger,
-    all_finite,
+    OptimizerGroup,
+    SGDLearner,
+    TargetUpdate,
+    importance_weights,
 )
 from components.losses import signed_hyperbolic, signed_parabolic
-from components.optimizers import FusedAdam
 
 
 def _shift(x: tf.Tensor, k: int) -> tf.Tensor:
@@ -95,7 +96,7 @@ def _time_major(x: tf.Tensor) -> tf.Tensor:
     return tf.transpose(x, [1, 0] + list(range(2, x.shape.rank)))
 
 
-class R2D2Learner(QLearnerBase):
+class R2D2Learner(SGDLearner):
     """Trains a recurrent Q-network from replayed sequences."""
 
     def __init__(
@@ -124,23 +125,27 @@ class R2D2Learner(QLearnerBase):
     ):
         self._network = network
         self._target_network = target_network
-        self._iterator = iterator
         self._burn_in = int(burn_in)
         self._discount = float(discount)
         self._n_step = int(n_step)
         self._eps = float(value_rescaling_eps)
         self._beta = float(importance_sampling_exponent)
         self._eta = float(max_priority_weight)
-        self._max_gradient_norm = max_gradient_norm
-        self._target_update_period = target_update_period
-        self._schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        self._optimizer = FusedAdam(self._schedule.rate, epsilon=adam_epsilon)
-        self._setup_step_loop(batches_per_call, replay_client, table)
-        self._step_logger = StepLogger(counter, logger, log_every_s)
-        self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        # Create Adam's slots now, so checkpoints can be restored before a step.
-        self._optimizer._initialize(self._network.trainable_variables)
-        self._step_fn = tf.function(self._step)
+        schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
+        self._optimizer = FusedAdam(schedule.rate, epsilon=adam_epsilon)
+        super().__init__(
+            iterator=iterator,
+            groups=[OptimizerGroup("optimizer", "loss", network.trainable_variables,
+                                   self._optimizer, schedule)],
+            max_gradient_norm=max_gradient_norm,
+            targets=TargetUpdate([(target_network, network)], target_update_period),
+            batches_per_call=batches_per_call,
+            replay_client=replay_client,
+            table=table,
+            counter=counter,
+            logger=logger,
+            log_every_s=log_every_s,
+        )
 
     def _burn_in_states(self, observations, state):
         """Both networks' core states after the burn-in steps, as constants."""
@@ -152,8 +157,9 @@ class R2D2Learner(QLearnerBase):
         return (tree.map_structure(tf.stop_gradient, online),
                 tree.map_structure(tf.stop_gradient, target))
 
-    def loss(self, data: dict, probabilities: tf.Tensor) -> dict[str, tf.Tensor]:
-        """The loss and its parts for one batch (batch-major, as sampled)."""
+    def loss(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
+        """The loss, the sequences' priorities and metrics for one batch (batch-major)."""
+        data = sample.data
         observations = tree.map_structure(_time_major, data["observation"])
         state = tree.map_structure(lambda s: s[:, 0], data["extras"]["core_state"])
         online_state, target_state = self._burn_in_states(observations, state)
@@ -173,9 +179,7 @@ class R2D2Learner(QLearnerBase):
         trainable = trainable_mask(mask)
         count = tf.maximum(tf.reduce_sum(trainable, axis=0), 1.0)
         loss_per_sequence = tf.reduce_sum(0.5 * tf.square(td) * trainable, axis=0) / count
-        # Importance weights; the 1/N cancels under the normalisation.
-        weights = tf.pow(1.0 / tf.cast(probabilities, tf.float32), self._beta)
-        weights = weights / tf.reduce_max(weights)
+        weights = importance_weights(sample.info.probability, self._beta)
         return {
             "loss": tf.reduce_mean(weights * loss_per_sequence),
             "priorities": sequence_priorities(tf.abs(td), trainable, self._eta),
@@ -184,24 +188,8 @@ class R2D2Learner(QLearnerBase):
             / tf.maximum(tf.reduce_sum(trainable), 1.0),
         }
 
-    def _step(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
-        with tf.GradientTape() as tape:
-            parts = self.loss(sample.data, sample.info.probability)
-        variables = self._network.trainable_variables
-        gradients = tape.gradient(parts["loss"], variables)
-        gradients, grad_norm = tf.clip_by_global_norm(gradients, self._max_gradient_norm)
-        finite = all_finite([parts["loss"], grad_norm])
-        if finite:  # A NaN batch changes nothing: not the weights, not the priorities.
-            self._apply(gradients, variables, parts["priorities"], sample.info.key)
-        return {"loss": parts["loss"], "q_mean": parts["q_mean"],
-                "td_abs_mean": parts["td_abs_mean"], "grad_norm": grad_norm,
-                "learning_rate": tf.identity(self._schedule.rate), "finite": finite}
+    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        return {"q": self._network.variables, "q_target": self._target_network.variables}
 
-    def _apply(self, gradients, variables, priorities, keys) -> None:
-        self._optimizer.apply(gradients, variables)
-        self._schedule.update(self._num_steps)
-        self._write_priorities(keys, priorities)
-        self._num_steps.assign_add(1)
-        if self._num_steps % self._target_update_period == 0:
-            for target, source in zip(self._target_network.variables, self._network.variables):
-                target.assign(source)
+    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return self._network_groups()

@@ -1,181 +1,272 @@
-"""What every TensorFlow learner repeats: a linearly decaying learning rate,
-periodic metric rows with steps/s, and save/restore of named variable groups."""
+"""The one learner loop: an agent gives its loss, the loop does everything else.
+
+Per learner step, on one batch (or on each of K slices of it, Acme's
+`num_sgd_steps_per_step`):
+
+    outputs  = loss(sample)                         the agent's math, under a tape
+    g_l      = clip_by_global_norm(d outputs[l] / d vars(l), max_norm)   per loss term l
+    finite   = every loss term, every gradient norm (and `_finite_terms`) finite
+    if finite:
+        optimizer_i.apply(g_l, vars_i)              for each OptimizerGroup i of term l
+        num_steps += 1; schedules, target networks updated
+        priorities -> replay                        where outputs carry "priorities"
+
+One `step()` runs `batches_per_call` such steps in one compiled call
+(`StepLoop`), writes their priorities in one round trip where batched
+(`PriorityWriter`), counts and logs them (with `data_wait_fraction`, the
+share of time the learner waited for batches), and raises
+`NonFiniteLossError` naming the first non-finite term after a skipped step.
+Checkpoints hold the step count, every optimizer's state and learning rate,
+and the variables the agent names in `_variable_groups`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from agentkit import core
 from agentkit.counting import Counter
-from agentkit.loggers import Logger, NoOpLogger
-from components.priority_writer import PriorityWriter
-from components.step_loop import StepLoop
+from agentkit.loggers import Logger
+from components.learners.finite import all_finite, check_finite
+from components.learners.priority_writer import PriorityWriter
+from components.learners.saveable import VariablesSaveable
+from components.learners.schedules import LinearDecay
+from components.learners.step_logger import StepLogger
+from components.learners.step_loop import StepLoop
+from components.learners.targets import TargetUpdate
 
 
-class LinearDecay:
-    """A learning rate going linearly from `initial` to `final` over `steps` (0: constant).
+@dataclasses.dataclass
+class OptimizerGroup:
+    """Variables that one optimizer moves along the gradient of one loss term.
 
-    `rate` is a tf.Variable for the optimizer; call `update(num_steps)` inside
-    the compiled step after each update.
+    Groups that share a loss term have their gradients clipped together (one
+    global norm), as if one optimizer held them all. `name` names the
+    optimizer's state in checkpoints.
     """
 
-    def __init__(self, initial: float, final: float | None = None, steps: int = 0):
-        self.rate = tf.Variable(initial, dtype=tf.float32, trainable=False)
-        self._initial = float(initial)
-        self._final = float(initial if final is None else final)
-        self._steps = int(steps)
+    name: str
+    loss: str
+    variables: Sequence[tf.Variable]
+    optimizer: Any
+    schedule: LinearDecay
 
-    def update(self, num_steps: tf.Tensor) -> None:
-        if self._steps > 0:
-            fraction = tf.minimum(tf.cast(num_steps, tf.float32) / float(self._steps), 1.0)
-            self.rate.assign(self._initial + fraction * (self._final - self._initial))
-
-
-class StepLogger:
-    """Counts learner steps and writes a row of metrics at most every `log_every_s`."""
-
-    def __init__(self, counter: Counter | None, logger: Logger | None, log_every_s: float = 1.0):
-        self._counter = counter or Counter(prefix="learner")
-        self._logger = logger or NoOpLogger()
-        self._log_every_s = log_every_s
-        self._steps_since_log = 0
-        self._time_of_log = time.time()
-
-    def record(self, metrics: Mapping[str, tf.Tensor], extra: Mapping | None = None,
-               steps: int = 1) -> None:
-        """Counts `steps` learner steps (SGD steps: a call may make several)."""
-        counts = self._counter.increment(steps=steps)
-        self._steps_since_log += steps
-        now = time.time()
-        if now - self._time_of_log >= self._log_every_s:
-            row = dict(counts)
-            row.update({k: float(v) for k, v in metrics.items()})
-            row["learner_steps_per_s"] = self._steps_since_log / (now - self._time_of_log)
-            row.update(extra or {})
-            self._logger.write(row)
-            self._steps_since_log = 0
-            self._time_of_log = now
+    def __post_init__(self):
+        self.variables = list(self.variables)
+        self.optimizer._initialize(self.variables)  # Slots now: restorable before a step.
 
 
-class VariablesSaveable(core.Saveable):
-    """save()/restore() of the variables in `_variable_groups()`, named by group and index."""
-
-    def _variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
-        raise NotImplementedError
-
-    def _state_variables(self) -> dict[str, tf.Variable]:
-        state = {}
-        for group, variables in self._variable_groups().items():
-            if isinstance(variables, tf.Variable):
-                state[group] = variables
-                continue
-            for i, variable in enumerate(variables):
-                state[f"{group}/{i:03d}/{variable.name}"] = variable
-        return state
-
-    def save(self) -> core.State:
-        return {name: np.asarray(v.numpy()) for name, v in self._state_variables().items()}
-
-    def restore(self, state: core.State) -> None:
-        variables = self._state_variables()
-        missing = sorted(set(variables) - set(state))
-        if missing:
-            raise ValueError(f"checkpoint lacks {len(missing)} variables, e.g. {missing[:3]}")
-        for name, variable in variables.items():
-            variable.assign(state[name])
+def _norm_name(loss_term: str) -> str:
+    """'loss' -> 'grad_norm', 'critic_loss' -> 'critic_grad_norm'."""
+    return loss_term[:-len("loss")] + "grad_norm" if loss_term.endswith("loss") \
+        else f"{loss_term}_grad_norm"
 
 
-class NonFiniteLossError(FloatingPointError):
-    """A loss term was NaN or infinite: the update was skipped, the last good state kept."""
+class SGDLearner(VariablesSaveable, core.Learner):
+    """A learner made of a loss: subclasses implement `loss(sample)` and name their variables.
 
-
-def all_finite(tensors) -> tf.Tensor:
-    """True when every element of every tensor is finite (for use inside tf.function)."""
-    return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors])
-
-
-def check_finite(metrics: Mapping[str, tf.Tensor], terms: Sequence[str], step: int) -> None:
-    """Raises NonFiniteLossError naming the first non-finite loss term of a step's metrics."""
-    for name in terms:
-        value = float(metrics[name])
-        if not np.isfinite(value):
-            raise NonFiniteLossError(
-                f"learner step {step}: loss term '{name}' is {value}; the update was skipped "
-                f"and the learner keeps its last good state")
-
-
-class LoopedStep:
-    """A learner's `step()`: its compiled `_step_fn` on one or more batches, counted and logged.
-
-    Subclasses set `_iterator`, `_step_logger`, `_num_steps` and
-    `_step_fn(sample)`, a compiled step returning its metrics with a `finite`
-    flag (an update whose loss was not finite was skipped inside it) and the
-    loss terms named in `_finite_terms`. A `_step_fn` that makes several SGD
-    steps sets `_steps_per_call`; `_batches_per_call = N` runs N batches per
-    `step()` in one compiled loop (see `StepLoop`). Priorities written with
-    `_write_priorities` go out at once, or once per call when N > 1.
+    `loss(sample)` returns a dict of tensors: every loss term its groups name
+    (scalars), optionally `priorities` ([B], one per sampled item, written
+    back for `sample.info.key`), and any scalar metrics to log. Tensors that
+    are not scalars are not logged. Subclasses also implement
+    `_network_groups()` (variables to checkpoint, by name) and
+    `_served_variables()` (what `get_variables` serves to actors, by name).
     """
 
-    _finite_terms: tuple[str, ...] = ("loss",)
-    _steps_per_call = 1
-    _batches_per_call = 1
-    _step_loop: StepLoop | None = None
-    _priority_writer: PriorityWriter | None = None  # Flushed at the end of each call.
+    # Metrics checked for finiteness, in the order an error names them;
+    # None: every loss term, then every gradient norm.
+    _finite_terms: tuple[str, ...] | None = None
 
-    def _setup_step_loop(self, batches_per_call: int, replay_client=None,
-                         table: str | None = None) -> None:
-        """N batches per call; priorities (if a client is given) written once per call."""
+    def __init__(
+        self,
+        *,
+        iterator: Iterator[Any],
+        groups: Sequence[OptimizerGroup],
+        max_gradient_norm: float,
+        targets: TargetUpdate | None = None,
+        batches_per_call: int = 1,
+        sgd_steps_per_batch: int = 1,
+        replay_client: Any = None,
+        table: str | None = None,
+        sample_signature: Any = None,
+        counter: Counter | None = None,
+        logger: Logger | None = None,
+        log_every_s: float = 1.0,
+    ):
         if batches_per_call < 1:
             raise ValueError(f"batches_per_call must be >= 1, got {batches_per_call}")
+        if sgd_steps_per_batch < 1:
+            raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {sgd_steps_per_batch}")
+        if not groups:
+            raise ValueError("a learner needs at least one OptimizerGroup")
+        self._iterator = iterator
+        self._groups = list(groups)
+        self._loss_terms = list(dict.fromkeys(g.loss for g in self._groups))
+        self._checked_terms = self._finite_terms or (
+            tuple(self._loss_terms) + tuple(_norm_name(t) for t in self._loss_terms))
+        self._max_gradient_norm = float(max_gradient_norm)
+        self._targets = targets
         self._batches_per_call = int(batches_per_call)
+        self._sgd_steps = int(sgd_steps_per_batch)
+        self._priority_writer = None
         if replay_client is not None:
             self._priority_writer = PriorityWriter(replay_client, table,
                                                    batched=self._batches_per_call > 1)
+        self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._step_logger = StepLogger(counter, logger, log_every_s)
+        self._step_loop: StepLoop | None = None
+        self._wait_s, self._first_call = 0.0, None
+        self.batches_learned = 0  # Batches whose update was applied, in this process.
+        signature = None if sample_signature is None else [sample_signature]
+        self._step_fn = tf.function(self._step, input_signature=signature)
+
+    # -- what a subclass provides ----------------------------------------------
+
+    def loss(self, sample: Any) -> dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        raise NotImplementedError
+
+    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        raise NotImplementedError
+
+    def _extra_log_values(self, elapsed_s: float) -> dict[str, float]:
+        """Values added to each logged row (IMPALA: unrolls learned)."""
+        del elapsed_s
+        return {}
+
+    # -- the compiled step ---------------------------------------------------------
+
+    def _step(self, sample: Any) -> dict[str, tf.Tensor]:
+        if self._sgd_steps == 1:
+            metrics, priorities, finite = self._sgd_step(sample)
+            if priorities is not None and finite:  # A skipped step writes nothing.
+                self._write_priorities(sample.info.key, priorities)
+            return metrics
+        return self._sliced_step(sample)
+
+    def _sliced_step(self, sample: Any) -> dict[str, tf.Tensor]:
+        """K SGD steps on the K slices of a batch of K x B items; metrics are their means.
+
+        A slice whose step was skipped (not finite) gives its items no new
+        priorities; the other slices still apply.
+        """
+        k = self._sgd_steps
+        slices = tf.nest.map_structure(
+            lambda x: tf.reshape(x, tf.concat([[k, -1], tf.shape(x)[1:]], axis=0)), sample)
+        first, priorities, finite = self._sgd_step(tf.nest.map_structure(lambda x: x[0], slices))
+        averaged = [name for name, v in first.items()
+                    if v.dtype.is_floating and name != "learning_rate"]
+        sums = {name: first[name] for name in averaged}
+        all_finite_steps = finite
+        written = tf.TensorArray(tf.float32, size=k) if priorities is not None else None
+        kept = tf.TensorArray(tf.bool, size=k)
+        if written is not None:
+            written = written.write(0, tf.cast(priorities, tf.float32))
+        slice_size = tf.shape(slices.info.key)[1:2]
+        kept = kept.write(0, tf.fill(slice_size, finite))
+        for i in tf.range(1, k):
+            metrics, priorities_i, finite_i = self._sgd_step(
+                tf.nest.map_structure(lambda x, i=i: x[i], slices))
+            sums = {name: sums[name] + metrics[name] for name in averaged}
+            all_finite_steps = tf.logical_and(all_finite_steps, finite_i)
+            if written is not None:
+                written = written.write(i, tf.cast(priorities_i, tf.float32))
+            kept = kept.write(i, tf.fill(slice_size, finite_i))
+        if written is not None:
+            mask = kept.concat()
+            self._write_priorities(tf.boolean_mask(sample.info.key, mask),
+                                   tf.boolean_mask(written.concat(), mask))
+        means = {name: value / float(k) for name, value in sums.items()}
+        means["finite"] = all_finite_steps
+        means["learning_rate"] = tf.identity(self._groups[0].schedule.rate)
+        return means
+
+    def _sgd_step(self, sample: Any) -> tuple[dict[str, tf.Tensor], tf.Tensor | None, tf.Tensor]:
+        """One update on one batch: (metrics, priorities or None, whether it was applied)."""
+        with tf.GradientTape(persistent=len(self._loss_terms) > 1) as tape:
+            outputs = self.loss(sample)
+        gradients: dict[int, list] = {}
+        norms = {}
+        for term in self._loss_terms:
+            members = [i for i, g in enumerate(self._groups) if g.loss == term]
+            variables = [v for i in members for v in self._groups[i].variables]
+            clipped, norm = tf.clip_by_global_norm(tape.gradient(outputs[term], variables),
+                                                   self._max_gradient_norm)
+            norms[_norm_name(term)] = norm
+            start = 0
+            for i in members:
+                size = len(self._groups[i].variables)
+                gradients[i] = clipped[start:start + size]
+                start += size
+        del tape
+        metrics = {name: value for name, value in outputs.items()
+                   if name != "priorities" and value.shape.rank == 0}
+        metrics.update(norms)
+        finite = all_finite([metrics[name] for name in self._checked_terms]
+                            + [outputs[t] for t in self._loss_terms] + list(norms.values()))
+        if finite:  # A non-finite batch changes nothing: weights, steps, priorities.
+            for i, group in enumerate(self._groups):
+                group.optimizer.apply(gradients[i], group.variables)
+            self._num_steps.assign_add(1)
+            for group in self._groups:
+                group.schedule.update(self._num_steps)
+            if self._targets is not None:
+                self._targets.update(self._num_steps)
+        metrics["learning_rate"] = tf.identity(self._groups[0].schedule.rate)
+        metrics["finite"] = finite
+        return metrics, outputs.get("priorities"), finite
 
     def _write_priorities(self, keys: tf.Tensor, priorities: tf.Tensor) -> None:
-        """New priorities for sampled items (inside the compiled step); none without a client."""
         if self._priority_writer is not None:
             self._priority_writer.write(keys, priorities)
+
+    # -- the Python side -------------------------------------------------------------
 
     def step(self) -> None:
         if self._step_loop is None or self._step_loop.iterator is not self._iterator:
             writer = self._priority_writer
             self._step_loop = StepLoop(self._step_fn, self._iterator, self._batches_per_call,
                                        writer.flush if writer is not None else None)
-        metrics, batches = self._step_loop()
+        result = self._step_loop()
+        metrics = result.metrics
         finite = bool(metrics.pop("finite"))
         # A non-finite step (always the loop's last) changed nothing; those before it count.
-        applied = batches if finite else batches - 1
-        self._step_logger.record(metrics, steps=applied * self._steps_per_call)
+        applied = result.steps if finite else result.steps - 1
+        self.batches_learned += applied
+        # Which side limits the run: the share of time spent waiting for data
+        # since the first call (near 1: acting is too slow; near 0: learning is).
+        if self._first_call is None:  # Count from the first batch: not the start-up fill.
+            self._first_call = time.monotonic()
+        else:
+            self._wait_s += result.wait_s
+        elapsed = time.monotonic() - self._first_call
+        extra = self._extra_log_values(elapsed)
+        if elapsed >= 1.0:  # Rates over less than a second say nothing.
+            extra["data_wait_fraction"] = min(1.0, self._wait_s / elapsed)
+        self._step_logger.record(metrics, extra, steps=applied * self._sgd_steps)
         if not finite:
-            check_finite(metrics, self._finite_terms, self.num_steps + 1)
-
-
-class QLearnerBase(LoopedStep, VariablesSaveable, core.Learner):
-    """What Q-learners with an online and a target network share (DQN, R2D2).
-
-    Subclasses set `_network`, `_target_network`, `_optimizer`, and what
-    `LoopedStep` needs; their step's metrics carry `loss` and `grad_norm`.
-    """
-
-    _finite_terms = ("loss", "grad_norm")
+            check_finite(metrics, self._checked_terms, self.num_steps + 1)
 
     @property
     def num_steps(self) -> int:
         return int(self._num_steps.numpy())
 
     def get_variables(self, names: Sequence[str]) -> list[list[np.ndarray]]:
-        collections = {"q": self._network.variables, "q_target": self._target_network.variables}
-        return [[v.numpy() for v in collections[name]] for name in names]
+        served = self._served_variables()
+        return [[v.numpy() for v in served[name]] for name in names]
 
-    def _variable_groups(self) -> dict:
-        return {
-            "num_steps": self._num_steps,
-            "q": self._network.variables,
-            "q_target": self._target_network.variables,
-            "optimizer": self._optimizer.variables,
-        }
+    def _variable_groups(self) -> Mapping[str, Any]:
+        groups: dict[str, Any] = {"num_steps": self._num_steps}
+        groups.update(self._network_groups())
+        for group in self._groups:
+            groups[group.name] = group.optimizer.variables
+            groups[f"{group.name}_learning_rate"] = group.schedule.rate
+        return groups

@@ -14,15 +14,29 @@ The loop stops early at the end of the dataset (a Reverb rate-limiter
 timeout ends it) and after a step whose update was skipped as not finite.
 `end_of_call`, if given, runs inside the same compiled call after the
 steps (a `PriorityWriter.flush`: one priority write per call).
+
+Each call also says how long it waited for its batches (`wait_s`): the
+learner's share of time spent waiting for data tells whether acting or
+learning limits a run. Inside the compiled loop the wait is timed around
+each read with `tf.timestamp` (stateful ops, so they run in program order
+around the iterator's).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import NamedTuple
 
 import tensorflow as tf
 
 Metrics = Mapping[str, tf.Tensor]
+
+
+class LoopResult(NamedTuple):
+    metrics: dict  # The last step's metrics.
+    steps: int  # Steps run in this call.
+    wait_s: float  # Seconds spent waiting for batches.
 
 
 class StepLoop:
@@ -50,14 +64,15 @@ class StepLoop:
         if self._compiled:
             self._loop_fn = tf.function(self._loop)
 
-    def __call__(self) -> tuple[Metrics, int]:
-        """(metrics of the last step, steps run); StopIteration if no batch came at all."""
+    def __call__(self) -> LoopResult:
+        """The last step's metrics, the steps run and the wait for data; StopIteration if no
+        batch came at all."""
         if not self._compiled:
             return self._python_loop()
         while True:
             iterator = self.iterator.current() if self._restartable else self.iterator
             try:
-                metrics, steps, ended = self._loop_fn(iterator)
+                metrics, steps, ended, wait_s = self._loop_fn(iterator)
             except tf.errors.OutOfRangeError:  # Ended before its first batch.
                 if not self._restartable:
                     raise StopIteration from None
@@ -65,36 +80,49 @@ class StepLoop:
                 continue
             if bool(ended) and self._restartable:
                 self.iterator.restart()
-            return dict(metrics), int(steps)
+            return LoopResult(dict(metrics), int(steps), float(wait_s))
 
     def _loop(self, iterator):
-        metrics = self._step_fn(next(iterator))
+        started = tf.timestamp()
+        with tf.control_dependencies([started]):
+            first = next(iterator)
+        with tf.control_dependencies(tf.nest.flatten(first)):
+            wait_s = tf.timestamp() - started
+        metrics = self._step_fn(first)
         steps = tf.constant(1)
         ended = tf.constant(False)
         for _ in tf.range(self._steps - 1):
             if not metrics["finite"]:
                 break
-            optional = iterator.get_next_as_optional()
-            if not optional.has_value():
+            started = tf.timestamp()
+            with tf.control_dependencies([started]):
+                optional = iterator.get_next_as_optional()
+                has_value = optional.has_value()
+            with tf.control_dependencies([has_value]):
+                wait_s += tf.timestamp() - started
+            if not has_value:
                 ended = tf.constant(True)
                 break
             metrics = self._step_fn(optional.get_value())
             steps += 1
         self._end_of_call()
-        return metrics, steps, ended
+        return metrics, steps, ended, wait_s
 
-    def _python_loop(self) -> tuple[Metrics, int]:
-        metrics, steps = None, 0
+    def _python_loop(self) -> LoopResult:
+        metrics, steps, wait_s = None, 0, 0.0
         for _ in range(self._steps):
+            started = time.monotonic()
             try:
                 sample = next(self.iterator)
             except StopIteration:
                 if steps == 0:
                     raise
                 break
+            finally:
+                wait_s += time.monotonic() - started
             metrics = self._step_fn(sample)
             steps += 1
             if not bool(metrics["finite"]):
                 break
         self._end_of_call()
-        return dict(metrics), steps
+        return LoopResult(dict(metrics), steps, wait_s)

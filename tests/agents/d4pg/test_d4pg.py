@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
+from agentkit.types import Transition
 from agents.d4pg import D4PGBuilder, D4PGConfig
 from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
@@ -77,17 +78,17 @@ def _batches(poisoned_index: int, count: int):
         reward = rng.uniform(-1, 0, batch).astype(np.float32)
         if i == poisoned_index:
             reward[3] = np.nan
-        data = (rng.uniform(-1, 1, (batch, 2)).astype(np.float32),
-                rng.uniform(-1, 1, (batch, 1)).astype(np.float32),
-                reward, np.full(batch, 0.9, np.float32),
-                rng.uniform(-1, 1, (batch, 2)).astype(np.float32))
+        data = Transition(rng.uniform(-1, 1, (batch, 2)).astype(np.float32),
+                          rng.uniform(-1, 1, (batch, 1)).astype(np.float32),
+                          reward, np.full(batch, 0.9, np.float32),
+                          rng.uniform(-1, 1, (batch, 2)).astype(np.float32))
         samples.append(reverb.ReplaySample(info, data))
     return samples
 
 
 def test_a_compiled_loop_of_three_batches_stops_at_a_nan_one_and_keeps_the_two_before():
     from agentkit.counting import Counter
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     spec = make_environment_spec(fakes.match_the_value())
     builder = D4PGBuilder(D4PGConfig(**SMALL, batches_per_call=3))
@@ -110,7 +111,7 @@ def test_a_compiled_loop_of_three_batches_stops_at_a_nan_one_and_keeps_the_two_b
 
 
 def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     spec = make_environment_spec(fakes.match_the_value())
     builder = D4PGBuilder(D4PGConfig(**SMALL))

@@ -168,7 +168,7 @@ def test_atari_torso_is_chosen_for_frames_and_refused_for_vectors():
 
 
 def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing(reverb_server_factory):
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     builder, learner, client, *_ = _setup(reverb_server_factory, prioritized=True)
     learner.step()
@@ -259,7 +259,7 @@ def test_three_batches_per_call_equal_three_single_step_calls(reverb_server_fact
 
 
 def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_factory):
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     builder, _, client, spec, _ = _setup(reverb_server_factory, prioritized=True,
                                          num_sgd_steps_per_step=3)

@@ -118,9 +118,12 @@ def test_value_torso_gets_its_own_learning_rate():
     assert largest_change(True) == pytest.approx(1e-2, rel=0.05)
     assert largest_change(False) == pytest.approx(1e-3, rel=0.05)
     state = learner.save()
-    # Both optimizers' slots are in the checkpoint.
-    expected = len(learner._optimizer.variables) + len(learner._value_optimizer.variables)
-    assert sum(k.startswith("optimizer/") for k in state) == expected > 0
+    # Both optimizers' slots and learning rates are in the checkpoint.
+    assert sum(k.startswith("optimizer/") for k in state) == len(learner._optimizer.variables) > 0
+    assert (sum(k.startswith("value_optimizer/") for k in state)
+            == len(learner._value_optimizer.variables) > 0)
+    assert float(state["optimizer_learning_rate"]) == pytest.approx(1e-3)
+    assert float(state["value_optimizer_learning_rate"]) == pytest.approx(1e-2)
 
 
 def test_recurrent_unroll_replays_exactly_what_the_actor_computed(reverb_server_factory):
@@ -168,7 +171,7 @@ def test_recurrent_impala_learns_through_threads(tmp_path):
 
 
 def test_a_nan_batch_stops_the_learner_naming_the_term():
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,))
     learner, batch = _learner_and_batch(config)

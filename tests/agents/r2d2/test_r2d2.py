@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import types
 
 import numpy as np
 import pytest
@@ -18,6 +19,13 @@ from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
 from launch_programs.threads import launch_threads
 from tests import fakes
+
+
+def _sample(data, probability=None):
+    """What the learner's loss reads of a replay sample: its data and the items' probabilities."""
+    size = tf.shape(tf.nest.flatten(data)[0])[0]
+    probability = tf.ones([size]) if probability is None else probability
+    return types.SimpleNamespace(data=data, info=types.SimpleNamespace(probability=probability))
 
 
 @pytest.mark.parametrize("field,value", [
@@ -86,10 +94,10 @@ def test_priorities_mix_max_and_mean_of_the_trainable_steps():
     np.testing.assert_allclose(p, [0.9 * 3 + 0.1 * 2.0, 0.9 * 4 + 0.1 * 2.0], rtol=1e-6)
 
 
-def _learner_and_batch(burn_in, length=8, batch=3, seed=0):
+def _learner_and_batch(burn_in, length=8, batch=3, seed=0, batches_per_call=1):
     config = R2D2Config(sequence_length=length, period=length // 2, burn_in=burn_in,
                         hidden_sizes=(8,), lstm_size=8, head_hidden_size=8, batch_size=batch,
-                        min_replay_size=batch)
+                        min_replay_size=batch, batches_per_call=batches_per_call)
     builder = R2D2Builder(config)
     spec = make_environment_spec(make_environment("memory:4"))
     networks = builder.make_networks(spec=spec)
@@ -111,7 +119,7 @@ def _observation_gradient(learner, data):
     observation = tf.constant(data["observation"])
     with tf.GradientTape() as tape:
         tape.watch(observation)
-        loss = learner.loss(dict(data, observation=observation), tf.ones([3]))["loss"]
+        loss = learner.loss(_sample(dict(data, observation=observation)))["loss"]
     return tape.gradient(loss, observation).numpy()
 
 
@@ -126,18 +134,18 @@ def test_burn_in_steps_get_no_gradient():
     assert np.all(np.abs(_observation_gradient(learner0, data0)[:, :burn_in]).sum(axis=-1) > 0)
     # Burn-in rewards and actions do not enter the loss; burn-in observations
     # shape it only through the state they lead to.
-    base = float(learner.loss(data, tf.ones([3]))["loss"])
+    base = float(learner.loss(_sample(data))["loss"])
     changed = dict(data, reward=data["reward"].copy(), action=data["action"].copy())
     changed["reward"][:, :burn_in] += 100.0
     changed["action"][:, :burn_in] = 1 - changed["action"][:, :burn_in]
-    assert float(learner.loss(changed, tf.ones([3]))["loss"]) == pytest.approx(base, rel=1e-6)
+    assert float(learner.loss(_sample(changed))["loss"]) == pytest.approx(base, rel=1e-6)
 
 
 def test_the_stored_state_is_where_each_sequence_starts():
     learner, data = _learner_and_batch(burn_in=2)
-    base = float(learner.loss(data, tf.ones([3]))["loss"])
+    base = float(learner.loss(_sample(data))["loss"])
     other = dict(data, extras={"core_state": tuple(s * 0 for s in data["extras"]["core_state"])})
-    assert float(learner.loss(other, tf.ones([3]))["loss"]) != pytest.approx(base, rel=1e-4)
+    assert float(learner.loss(_sample(other))["loss"]) != pytest.approx(base, rel=1e-4)
 
 
 @pytest.mark.parametrize("env_groups", [1, 2])
@@ -180,12 +188,11 @@ def _good_and_poisoned(data):
 
 
 def test_a_compiled_loop_stops_at_a_nan_batch_and_keeps_the_batches_before():
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     single, data = _learner_and_batch(burn_in=2)
-    looped, _ = _learner_and_batch(burn_in=2)
+    looped, _ = _learner_and_batch(burn_in=2, batches_per_call=3)
     looped.restore(single.save())
-    looped._setup_step_loop(3)
     good, poisoned = _good_and_poisoned(data)
     looped._iterator = fakes.sample_iterator([good, good, poisoned, good])
     single._step_fn(good)
@@ -200,7 +207,7 @@ def test_a_compiled_loop_stops_at_a_nan_batch_and_keeps_the_batches_before():
 
 
 def test_a_nan_batch_stops_the_learner_naming_the_term_and_changes_nothing():
-    from components.learning import NonFiniteLossError
+    from components.learners import NonFiniteLossError
 
     learner, data = _learner_and_batch(burn_in=2)
     learner._iterator = iter(_good_and_poisoned(data))

@@ -7,7 +7,7 @@ import pytest
 import sonnet as snt
 import tensorflow as tf
 
-from components.optimizers import FusedAdam
+from components.learners.optimizers import FusedAdam
 
 
 def _variables(seed):

@@ -6,7 +6,7 @@ import numpy as np
 import reverb
 import tensorflow as tf
 
-from components.priority_writer import PriorityWriter
+from components.learners.priority_writer import PriorityWriter
 
 
 def _table_with_items(reverb_server_factory, count):

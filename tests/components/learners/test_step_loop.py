@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from components.datasets.reverb_dataset import RestartingIterator
-from components.step_loop import StepLoop
+from components.learners.step_loop import StepLoop
 
 
 class RecordingStep:
@@ -42,11 +42,11 @@ def test_each_call_runs_n_batches_in_order(kind):
     iterator = iter(dataset) if kind == "tf" else iter(list(dataset))
     loop = StepLoop(step.fn, iterator, steps=4)
     assert loop._compiled == (kind == "tf")
-    metrics, n = loop()
+    metrics, n, _ = loop()
     assert n == 4 and float(metrics["total"]) == 1 + 2 + 3 + 4
-    metrics, n = loop()
+    metrics, n, _ = loop()
     assert n == 4 and float(metrics["total"]) == sum(range(1, 9))
-    metrics, n = loop()  # Only two batches left: a short call.
+    metrics, n, _ = loop()  # Only two batches left: a short call.
     assert n == 2 and float(metrics["total"]) == sum(range(1, 11))
     np.testing.assert_array_equal(step.seen.numpy()[:11], list(range(1, 11)) + [0])
     with pytest.raises(StopIteration):  # Nothing left at all.
@@ -68,10 +68,10 @@ def test_a_non_finite_step_ends_the_call(kind):
     dataset = batches([1, 2, np.nan, 4, 5, 6])
     iterator = iter(dataset) if kind == "tf" else iter(list(dataset))
     loop = StepLoop(step.fn, iterator, steps=5)
-    metrics, n = loop()
+    metrics, n, _ = loop()
     assert n == 3 and not bool(metrics["finite"])  # The NaN batch was the last one read.
     assert int(step.calls.numpy()) == 2
-    metrics, n = loop()  # The next call goes on after it.
+    metrics, n, _ = loop()  # The next call goes on after it.
     assert n == 3 and bool(metrics["finite"]) and float(metrics["total"]) == 1 + 2 + 4 + 5 + 6
 
 
