@@ -57,9 +57,10 @@ class TDPriority(tf.Module):
         return tf.abs(r_t + d_t * tf.reduce_max(q_t_all, axis=-1) - q_tm1), q_more
 
     def _arguments(self, transitions) -> tuple:
-        o_tm1, a_tm1, r_t, d_t, o_t = transitions
-        return (o_tm1, np.asarray(a_tm1, self._action_dtype), np.asarray(r_t, np.float32),
-                np.asarray(d_t, np.float32), o_t)
+        t = transitions
+        return (t.observation, np.asarray(t.action, self._action_dtype),
+                np.asarray(t.reward, np.float32), np.asarray(t.discount, np.float32),
+                t.next_observation)
 
     def __call__(self, transitions) -> np.ndarray:
         return self._fn(*self._arguments(transitions)).numpy()

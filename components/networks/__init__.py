@@ -1,6 +1,8 @@
-"""Sonnet networks: torsos, heads (dueling, policy-value, distributional), LSTM cores, policies."""
+"""Sonnet networks: torsos, heads (dueling, categorical Q, policy-value, distributional), LSTM
+cores, policies."""
 
 from components.networks.atari import AtariTorso
+from components.networks.categorical_q import CategoricalQHead
 from components.networks.deterministic_policy import DeterministicPolicy
 from components.networks.distributional import DistributionalCritic
 from components.networks.dueling import DuelingHead
@@ -10,7 +12,7 @@ from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentNetwork, RecurrentPolicyValue, RecurrentQNetwork
 from components.networks.torso import make_torso
 
-__all__ = ["AtariTorso", "DeterministicPolicy", "DistributionalCritic", "DuelingHead", "LayerNormMLP",
+__all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "DistributionalCritic", "DuelingHead", "LayerNormMLP",
            "MLPTorso",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
            "make_torso"]
