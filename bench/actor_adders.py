@@ -35,9 +35,11 @@ ENV = "gym:CartPole-v1"
 def steps_per_s(builder: DQNBuilder, spec, client: reverb.Client, num_envs: int, steps: int,
                 batched_adder: bool) -> float:
     networks = builder.make_networks(spec=spec)
-    adders = (builder.make_batched_adder(replay_client=client, spec=spec, num_envs=num_envs) if batched_adder
+    adders = (builder.make_batched_adder(replay_client=client, spec=spec,
+                                         num_envs=num_envs) if batched_adder
               else [builder.make_adder(replay_client=client, spec=spec) for _ in range(num_envs)])
-    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec), networks=networks, adders=adders, variable_source=None)
+    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
+                               networks=networks, adders=adders, variable_source=None)
     envs = BatchedEnvironment([make_environment(ENV, seed=i) for i in range(num_envs)])
     BatchedEnvironmentLoop(envs, actor).run(num_steps=2_000)  # Warm-up: traces, first items.
     loop = BatchedEnvironmentLoop(envs, actor)

@@ -103,7 +103,8 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
     try:
         fill(server.address(), builder, spec, num_transitions)
         iterator = builder.make_dataset_iterator(replay_address=server.address())
-        reverb_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=iterator,
+        reverb_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                              iterator=iterator,
                                               replay_address=server.address())
         reverb_rate, reverb_steps = steps_per_s(reverb_learner, warmup_steps, window_s)
         # One sample from the same table, kept in memory as tensors.
@@ -112,7 +113,8 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         # iterator repeating the sample (a Python iterator would run a Python loop).
         constant = (ConstantIterator(sample) if batches_per_call == 1
                     else iter(tf.data.Dataset.from_tensors(sample).repeat()))
-        memory_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=constant, replay_address=None)
+        memory_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                              iterator=constant, replay_address=None)
         memory_rate, memory_steps = steps_per_s(memory_learner, warmup_steps, window_s)
     finally:
         server.stop()

@@ -12,7 +12,8 @@ from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentNetwork, RecurrentPolicyValue, RecurrentQNetwork
 from components.networks.torso import make_torso
 
-__all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "DistributionalCritic", "DuelingHead", "LayerNormMLP",
+__all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "DistributionalCritic",
+           "DuelingHead", "LayerNormMLP",
            "MLPTorso",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
            "make_torso"]

@@ -9,5 +9,6 @@ from components.replay.tables import (
 )
 from components.replay.transitions import NStepTransitionReplay
 
-__all__ = ["NStepTransitionReplay", "ReplayServer", "make_queue_table", "make_rate_limiter", "make_replay_table",
+__all__ = ["NStepTransitionReplay", "ReplayServer", "make_queue_table", "make_rate_limiter",
+           "make_replay_table",
            "pick_free_port", "transition_signature"]

@@ -93,10 +93,12 @@ def test_a_compiled_loop_of_three_batches_stops_at_a_nan_one_and_keeps_the_two_b
     spec = make_environment_spec(fakes.match_the_value())
     builder = D4PGBuilder(D4PGConfig(**SMALL, batches_per_call=3))
     samples = _batches(poisoned_index=2, count=4)
-    single = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=iter(()), replay_address=None)
+    single = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                  iterator=iter(()), replay_address=None)
     counter = Counter(prefix="learner")
     looped = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
-                                  iterator=fakes.sample_iterator(samples), replay_address=None, counter=counter)
+                                  iterator=fakes.sample_iterator(samples), replay_address=None,
+                                  counter=counter)
     looped.restore(single.save())
     for sample in samples[:2]:
         single._step_fn(sample)

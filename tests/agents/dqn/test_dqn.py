@@ -44,12 +44,14 @@ def _setup(reverb_server_factory, **overrides):
     address = f"localhost:{server.port}"
     networks = builder.make_networks(spec=spec)
     adders = [builder.make_adder(replay_client=client) for _ in range(2)]
-    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec), networks=networks, adders=adders, variable_source=None)
+    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
+                               networks=networks, adders=adders, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
     BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
     actor.close()
     learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
-                                   iterator=builder.make_dataset_iterator(replay_address=address), replay_address=address)
+                                   iterator=builder.make_dataset_iterator(replay_address=address),
+                                   replay_address=address)
     return builder, learner, client, spec, networks
 
 
@@ -134,7 +136,8 @@ def test_learner_checkpoint_round_trip(reverb_server_factory):
     state = learner.save()
     assert int(state["num_steps"]) == 3
     assert any(k.startswith("optimizer/") for k in state)
-    other = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec, iterator=iter(()), replay_address=None)
+    other = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
+                                 iterator=iter(()), replay_address=None)
     other.restore(state)
     assert other.num_steps == 3
     for a, b in zip(learner.get_variables(["q"])[0], other.get_variables(["q"])[0]):
@@ -202,7 +205,8 @@ def test_k_sgd_steps_per_call_equal_k_single_steps_on_the_slices(reverb_server_f
     triple_builder = DQNBuilder(dataclasses.replace(builder.config, num_sgd_steps_per_step=3))
     counter = Counter(prefix="learner")
     triple = triple_builder.make_learner(
-        networks=triple_builder.make_networks(spec=spec), spec=spec, iterator=triple_builder.make_dataset_iterator(replay_address=address),
+        networks=triple_builder.make_networks(spec=spec), spec=spec,
+        iterator=triple_builder.make_dataset_iterator(replay_address=address),
         replay_address=address, counter=counter)
     triple.restore(single.save())  # Same weights, target and optimizer state.
     sample = next(triple._iterator)
@@ -240,7 +244,8 @@ def test_three_batches_per_call_equal_three_single_step_calls(reverb_server_fact
     looped_builder = DQNBuilder(dataclasses.replace(builder.config, batches_per_call=3))
     counter = Counter(prefix="learner")
     looped = looped_builder.make_learner(networks=looped_builder.make_networks(spec=spec), spec=spec,
-                                         iterator=fakes.sample_iterator(samples), replay_address=address, counter=counter)
+                                         iterator=fakes.sample_iterator(samples),
+                                         replay_address=address, counter=counter)
     looped.restore(start)
     looped.step()
     assert looped._step_loop._compiled  # One compiled call, not a Python loop.
@@ -265,7 +270,8 @@ def test_a_nan_slice_is_skipped_while_the_other_slices_apply(reverb_server_facto
                                          num_sgd_steps_per_step=3)
     address = client.server_address
     learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
-                                   iterator=builder.make_dataset_iterator(replay_address=address), replay_address=address)
+                                   iterator=builder.make_dataset_iterator(replay_address=address),
+                                   replay_address=address)
     sample = next(learner._iterator)
     reward = np.asarray(sample.data.reward).copy()
     reward[16 + 3] = np.nan  # One poisoned transition in the second slice.
@@ -292,7 +298,8 @@ def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
     _, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     networks = builder.make_networks(spec=spec)
     policy = builder.make_policy(networks=networks, spec=spec)
-    adders = (builder.make_batched_adder(replay_client=client, spec=spec, num_envs=len(envs)) if batched_adder
+    adders = (builder.make_batched_adder(replay_client=client, spec=spec,
+                                         num_envs=len(envs)) if batched_adder
               else [builder.make_adder(replay_client=client) for _ in envs])
     actor = builder.make_actor(policy=policy, networks=networks, adders=adders, variable_source=None)
     calls = []

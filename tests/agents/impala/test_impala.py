@@ -138,7 +138,8 @@ def test_recurrent_unroll_replays_exactly_what_the_actor_computed(reverb_server_
     server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     networks = builder.make_networks(spec=spec)
     adders = [builder.make_adder(replay_client=client, spec=spec) for _ in range(2)]
-    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec), networks=networks, adders=adders, variable_source=None)
+    actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
+                               networks=networks, adders=adders, variable_source=None)
     env = BatchedEnvironment([fakes.match_the_sign(seed=1), fakes.match_the_sign(seed=2)])
     BatchedEnvironmentLoop(env, actor).run(num_steps=25)  # 10-step episodes: resets inside.
     actor.close()
