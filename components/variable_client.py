@@ -81,3 +81,13 @@ class VariableClient:
             for variable, value in zip(local, new):
                 variable.assign(value)
         self.num_updates += 1
+
+
+def make_variable_client(source: core.VariableSource | None,
+                         variables: dict[str, Sequence[tf.Variable]],
+                         update_period: int = 1) -> VariableClient | None:
+    """A client of `source` for `variables`, or None without a source (an actor whose
+    networks another actor of its node updates)."""
+    if source is None:
+        return None
+    return VariableClient(source, variables, update_period=update_period)

@@ -22,8 +22,9 @@ from agents.d4pg.config import D4PGConfig
 from agents.d4pg.learning import D4PGLearner
 from agents.d4pg.networks import copy_networks, make_networks
 from components.actors import BatchedFeedForwardActor, GaussianNoisePolicy
+from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
-from components.variable_client import VariableClient
+from components.variable_client import make_variable_client
 
 
 class D4PGBuilder(NStepTransitionReplay):
@@ -50,10 +51,8 @@ class D4PGBuilder(NStepTransitionReplay):
     def make_actor(self, *, policy: GaussianNoisePolicy, networks: Networks,
                    adders: Sequence[Adder] | BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
-        client = None
-        if variable_source is not None:
-            client = VariableClient(variable_source, {"policy": networks["policy"].variables},
-                                    update_period=self.config.variable_update_period)
+        client = make_variable_client(variable_source, {"policy": networks["policy"].variables},
+                                      self.config.variable_update_period)
         return BatchedFeedForwardActor(policy, adders, client)
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
@@ -61,25 +60,19 @@ class D4PGBuilder(NStepTransitionReplay):
                      counter: Counter | None = None, logger: Logger | None = None
                      ) -> D4PGLearner:
         c = self.config
-        client = None
-        if c.prioritized and replay_address is not None:
-            client = reverb.TFClient(replay_address)
+        io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
+                             logger, c.batches_per_call)
         targets = copy_networks(networks, spec, c)
         return D4PGLearner(
             policy=networks["policy"],
             critic=networks["critic"],
             target_policy=targets["policy"],
             target_critic=targets["critic"],
-            iterator=iterator,
+            io=io,
             policy_learning_rate=c.policy_learning_rate,
             critic_learning_rate=c.critic_learning_rate,
             target_update_period=c.target_update_period,
             target_update_tau=c.target_update_tau,
             importance_sampling_exponent=c.importance_sampling_exponent if c.prioritized else 0.0,
             max_gradient_norm=c.max_gradient_norm,
-            batches_per_call=c.batches_per_call,
-            replay_client=client,
-            table=self.table_name,
-            counter=counter,
-            logger=logger,
         )

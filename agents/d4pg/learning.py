@@ -19,16 +19,15 @@ updates, priority writes) is the shared `components.learners.SGDLearner`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from agentkit.counting import Counter
-from agentkit.loggers import Logger
 from components.learners import (
     FusedAdam,
+    LearnerIO,
     LinearDecay,
     OptimizerGroup,
     SGDLearner,
@@ -47,19 +46,13 @@ class D4PGLearner(SGDLearner):
         critic: snt.Module,
         target_policy: snt.Module,
         target_critic: snt.Module,
-        iterator: Iterator[reverb.ReplaySample],
+        io: LearnerIO,
         policy_learning_rate: float,
         critic_learning_rate: float,
         target_update_period: int = 100,
         target_update_tau: float = 0.0,
         importance_sampling_exponent: float = 0.0,
         max_gradient_norm: float = 40.0,
-        batches_per_call: int = 1,
-        replay_client: reverb.TFClient | None = None,
-        table: str | None = None,
-        counter: Counter | None = None,
-        logger: Logger | None = None,
-        log_every_s: float = 1.0,
     ):
         self._policy = policy
         self._critic = critic
@@ -69,7 +62,7 @@ class D4PGLearner(SGDLearner):
         critic_schedule = LinearDecay(critic_learning_rate)
         policy_schedule = LinearDecay(policy_learning_rate)
         super().__init__(
-            iterator=iterator,
+            io=io,
             groups=[
                 OptimizerGroup("critic_optimizer", "critic_loss", critic.trainable_variables,
                                FusedAdam(critic_schedule.rate), critic_schedule),
@@ -79,12 +72,6 @@ class D4PGLearner(SGDLearner):
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_policy, policy), (target_critic, critic)],
                                  target_update_period, target_update_tau),
-            batches_per_call=batches_per_call,
-            replay_client=replay_client,
-            table=table,
-            counter=counter,
-            logger=logger,
-            log_every_s=log_every_s,
         )
 
     def loss(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:

@@ -23,8 +23,9 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import copy_network, make_networks
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
+from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
-from components.variable_client import VariableClient
+from components.variable_client import make_variable_client
 
 
 class DQNBuilder(NStepTransitionReplay):
@@ -65,10 +66,8 @@ class DQNBuilder(NStepTransitionReplay):
                    adders: Sequence[Adder] | BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
         """A batched actor (one adder per environment, or one batched adder)."""
-        client = None
-        if variable_source is not None:
-            client = VariableClient(variable_source, {"q": networks["q"].variables},
-                                    update_period=self.config.variable_update_period)
+        client = make_variable_client(variable_source, {"q": networks["q"].variables},
+                                      self.config.variable_update_period)
         priority_fn = None
         if adders is not None and self._defer_items:
             priority_fn = TDPriority(networks["q"], policy.spec, policy)
@@ -81,13 +80,12 @@ class DQNBuilder(NStepTransitionReplay):
                      counter: Counter | None = None, logger: Logger | None = None
                      ) -> DQNLearner:
         c = self.config
-        client = None
-        if c.prioritized and replay_address is not None:
-            client = reverb.TFClient(replay_address)
+        io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
+                             logger, c.batches_per_call)
         return DQNLearner(
             network=networks["q"],
             target_network=copy_network(networks["q"], spec, c),
-            iterator=iterator,
+            io=io,
             learning_rate=c.learning_rate,
             target_update_period=c.target_update_period,
             target_update_tau=c.target_update_tau,
@@ -99,9 +97,4 @@ class DQNBuilder(NStepTransitionReplay):
             adam_epsilon=c.adam_epsilon,
             double_q=c.double_q,
             num_sgd_steps_per_step=c.num_sgd_steps_per_step,
-            batches_per_call=c.batches_per_call,
-            replay_client=client,
-            table=self.table_name,
-            counter=counter,
-            logger=logger,
         )

@@ -34,16 +34,15 @@ learner loop's (`components.learners.SGDLearner`); this module is the loss.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import reverb
 import sonnet as snt
 import tensorflow as tf
 
-from agentkit.counting import Counter
-from agentkit.loggers import Logger
 from components.learners import (
     FusedAdam,
+    LearnerIO,
     LinearDecay,
     OptimizerGroup,
     SGDLearner,
@@ -66,7 +65,7 @@ class DQNLearner(SGDLearner):
         self,
         network: snt.Module,
         target_network: snt.Module,
-        iterator: Iterator[reverb.ReplaySample],
+        io: LearnerIO,
         learning_rate: float,
         target_update_period: int,
         target_update_tau: float = 0.0,
@@ -78,12 +77,6 @@ class DQNLearner(SGDLearner):
         adam_epsilon: float = 1e-8,
         double_q: bool = True,
         num_sgd_steps_per_step: int = 1,
-        batches_per_call: int = 1,
-        replay_client: reverb.TFClient | None = None,
-        table: str | None = None,
-        counter: Counter | None = None,
-        logger: Logger | None = None,
-        log_every_s: float = 1.0,
     ):
         self._network = network
         self._target_network = target_network
@@ -93,19 +86,13 @@ class DQNLearner(SGDLearner):
         schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
         self._optimizer = FusedAdam(schedule.rate, epsilon=adam_epsilon)
         super().__init__(
-            iterator=iterator,
+            io=io,
             groups=[OptimizerGroup("optimizer", "loss", network.trainable_variables,
                                    self._optimizer, schedule)],
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_network, network)], target_update_period,
                                  target_update_tau),
-            batches_per_call=batches_per_call,
             sgd_steps_per_batch=num_sgd_steps_per_step,
-            replay_client=replay_client,
-            table=table,
-            counter=counter,
-            logger=logger,
-            log_every_s=log_every_s,
         )
 
     def loss(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:

@@ -26,8 +26,9 @@ from agents.impala.networks import make_networks
 from components.actors import BatchedFeedForwardActor, BatchedRecurrentActor
 from components.adders import UnrollAdder, unroll_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
+from components.learners import make_learner_io
 from components.replay import make_queue_table
-from components.variable_client import VariableClient
+from components.variable_client import make_variable_client
 
 
 class IMPALABuilder(ActorLearnerBuilder):
@@ -96,10 +97,8 @@ class IMPALABuilder(ActorLearnerBuilder):
         adders: Sequence[Adder] | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
-        client = None
-        if variable_source is not None:
-            client = VariableClient(variable_source, {"policy": networks["policy"].variables},
-                                    update_period=self.config.variable_update_period)
+        client = make_variable_client(variable_source, {"policy": networks["policy"].variables},
+                                      self.config.variable_update_period)
         if self.config.lstm_size:
             return BatchedRecurrentActor(policy, networks["policy"].initial_state, adders, client)
         return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
@@ -114,12 +113,13 @@ class IMPALABuilder(ActorLearnerBuilder):
         counter: Counter | None = None,
         logger: Logger | None = None,
     ) -> IMPALALearner:
-        del replay_address  # The queue removes what it hands out: nothing to write back.
         c = self.config
+        # The queue removes what it hands out: no priorities to write back.
+        io = make_learner_io(iterator, replay_address, counter=counter, logger=logger)
         clip_rho, clip_pg_rho = c.rho_thresholds
         return IMPALALearner(
             network=networks["policy"],
-            iterator=iterator,
+            io=io,
             signature=self.signature(spec),
             discount=c.discount,
             learning_rate=c.learning_rate,
@@ -135,6 +135,4 @@ class IMPALABuilder(ActorLearnerBuilder):
             vtrace_lambda=c.vtrace_lambda,
             value_learning_rate=c.value_learning_rate or None,
             batch_size=c.batch_size,
-            counter=counter,
-            logger=logger,
         )

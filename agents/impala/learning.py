@@ -19,15 +19,13 @@ shared `components.learners.SGDLearner`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import sonnet as snt
 import tensorflow as tf
 import tree
 
-from agentkit.counting import Counter
-from agentkit.loggers import Logger
-from components.learners import FusedAdam, LinearDecay, OptimizerGroup, SGDLearner
+from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import vtrace
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
@@ -45,7 +43,7 @@ class IMPALALearner(SGDLearner):
     def __init__(
         self,
         network: snt.Module,
-        iterator: Iterator[dict],
+        io: LearnerIO,
         signature: dict,
         discount: float,
         learning_rate: float,
@@ -61,9 +59,6 @@ class IMPALALearner(SGDLearner):
         vtrace_lambda: float = 1.0,
         value_learning_rate: float | None = None,
         batch_size: int = 1,
-        counter: Counter | None = None,
-        logger: Logger | None = None,
-        log_every_s: float = 1.0,
     ):
         self._network = network
         self._discount = discount
@@ -100,9 +95,8 @@ class IMPALALearner(SGDLearner):
             ]
         batched = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
-        super().__init__(iterator=iterator, groups=groups, max_gradient_norm=max_gradient_norm,
-                         sample_signature=batched, counter=counter, logger=logger,
-                         log_every_s=log_every_s)
+        super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
+                         sample_signature=batched)
 
     def loss(self, batch: dict) -> dict[str, tf.Tensor]:
         # [B, T+1, ...] -> [T+1, B, ...]

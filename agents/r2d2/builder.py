@@ -25,8 +25,9 @@ from agents.r2d2.networks import copy_network, make_networks
 from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
 from components.adders import SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
+from components.learners import make_learner_io
 from components.replay import make_rate_limiter, make_replay_table
-from components.variable_client import VariableClient
+from components.variable_client import make_variable_client
 
 
 class R2D2Builder(ActorLearnerBuilder):
@@ -93,10 +94,8 @@ class R2D2Builder(ActorLearnerBuilder):
         adders: Sequence[Adder] | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
-        client = None
-        if variable_source is not None:
-            client = VariableClient(variable_source, {"q": networks["q"].variables},
-                                    update_period=self.config.variable_update_period)
+        client = make_variable_client(variable_source, {"q": networks["q"].variables},
+                                      self.config.variable_update_period)
         return BatchedRecurrentActor(policy, networks["q"].initial_state, adders, client)
 
     def make_learner(
@@ -110,11 +109,12 @@ class R2D2Builder(ActorLearnerBuilder):
         logger: Logger | None = None,
     ) -> R2D2Learner:
         c = self.config
-        client = reverb.TFClient(replay_address) if replay_address is not None else None
+        io = make_learner_io(iterator, replay_address, self.table_name, True, counter, logger,
+                             c.batches_per_call)
         return R2D2Learner(
             network=networks["q"],
             target_network=copy_network(networks["q"], spec, c),
-            iterator=iterator,
+            io=io,
             burn_in=c.burn_in,
             discount=c.discount,
             n_step=c.n_step,
@@ -126,10 +126,5 @@ class R2D2Builder(ActorLearnerBuilder):
             importance_sampling_exponent=c.importance_sampling_exponent,
             max_priority_weight=c.max_priority_weight,
             max_gradient_norm=c.max_gradient_norm,
-            batches_per_call=c.batches_per_call,
             adam_epsilon=c.adam_epsilon,
-            replay_client=client,
-            table=self.table_name,
-            counter=counter,
-            logger=logger,
         )

@@ -23,17 +23,16 @@ action was taken and a later step of the sequence exists to bootstrap from.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import reverb
 import sonnet as snt
 import tensorflow as tf
 import tree
 
-from agentkit.counting import Counter
-from agentkit.loggers import Logger
 from components.learners import (
     FusedAdam,
+    LearnerIO,
     LinearDecay,
     OptimizerGroup,
     SGDLearner,
@@ -103,7 +102,7 @@ class R2D2Learner(SGDLearner):
         self,
         network: snt.Module,
         target_network: snt.Module,
-        iterator: Iterator[reverb.ReplaySample],
+        io: LearnerIO,
         burn_in: int,
         discount: float,
         n_step: int,
@@ -116,12 +115,6 @@ class R2D2Learner(SGDLearner):
         max_priority_weight: float = 0.9,
         max_gradient_norm: float = 40.0,
         adam_epsilon: float = 1e-3,
-        batches_per_call: int = 1,
-        replay_client: reverb.TFClient | None = None,
-        table: str | None = None,
-        counter: Counter | None = None,
-        logger: Logger | None = None,
-        log_every_s: float = 1.0,
     ):
         self._network = network
         self._target_network = target_network
@@ -134,17 +127,11 @@ class R2D2Learner(SGDLearner):
         schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
         self._optimizer = FusedAdam(schedule.rate, epsilon=adam_epsilon)
         super().__init__(
-            iterator=iterator,
+            io=io,
             groups=[OptimizerGroup("optimizer", "loss", network.trainable_variables,
                                    self._optimizer, schedule)],
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_network, network)], target_update_period),
-            batches_per_call=batches_per_call,
-            replay_client=replay_client,
-            table=table,
-            counter=counter,
-            logger=logger,
-            log_every_s=log_every_s,
         )
 
     def _burn_in_states(self, observations, state):

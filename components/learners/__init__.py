@@ -9,6 +9,7 @@ the fused Adam optimizer, the compiled step loop and the priority writer.
 
 from components.learners.finite import NonFiniteLossError, all_finite, check_finite
 from components.learners.importance import importance_weights
+from components.learners.learner_io import LearnerIO, make_learner_io
 from components.learners.optimizers import FusedAdam
 from components.learners.priority_writer import PriorityWriter
 from components.learners.saveable import VariablesSaveable
@@ -18,6 +19,7 @@ from components.learners.step_logger import StepLogger
 from components.learners.step_loop import LoopResult, StepLoop
 from components.learners.targets import TargetUpdate
 
-__all__ = ["FusedAdam", "LinearDecay", "LoopResult", "NonFiniteLossError", "OptimizerGroup",
+__all__ = ["FusedAdam", "LearnerIO", "LinearDecay", "LoopResult", "NonFiniteLossError", "OptimizerGroup",
            "PriorityWriter", "SGDLearner", "StepLogger", "StepLoop", "TargetUpdate",
-           "VariablesSaveable", "all_finite", "check_finite", "importance_weights"]
+           "VariablesSaveable", "all_finite", "check_finite", "importance_weights",
+           "make_learner_io"]

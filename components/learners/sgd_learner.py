@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from agentkit import core
-from agentkit.counting import Counter
-from agentkit.loggers import Logger
 from components.learners.finite import all_finite, check_finite
+from components.learners.learner_io import LearnerIO
 from components.learners.priority_writer import PriorityWriter
 from components.learners.saveable import VariablesSaveable
 from components.learners.schedules import LinearDecay
@@ -86,40 +85,32 @@ class SGDLearner(VariablesSaveable, core.Learner):
     def __init__(
         self,
         *,
-        iterator: Iterator[Any],
+        io: LearnerIO,
         groups: Sequence[OptimizerGroup],
         max_gradient_norm: float,
         targets: TargetUpdate | None = None,
-        batches_per_call: int = 1,
         sgd_steps_per_batch: int = 1,
-        replay_client: Any = None,
-        table: str | None = None,
         sample_signature: Any = None,
-        counter: Counter | None = None,
-        logger: Logger | None = None,
-        log_every_s: float = 1.0,
     ):
-        if batches_per_call < 1:
-            raise ValueError(f"batches_per_call must be >= 1, got {batches_per_call}")
         if sgd_steps_per_batch < 1:
             raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {sgd_steps_per_batch}")
         if not groups:
             raise ValueError("a learner needs at least one OptimizerGroup")
-        self._iterator = iterator
+        self._iterator = io.iterator
         self._groups = list(groups)
         self._loss_terms = list(dict.fromkeys(g.loss for g in self._groups))
         self._checked_terms = self._finite_terms or (
             tuple(self._loss_terms) + tuple(_norm_name(t) for t in self._loss_terms))
         self._max_gradient_norm = float(max_gradient_norm)
         self._targets = targets
-        self._batches_per_call = int(batches_per_call)
+        self._batches_per_call = int(io.batches_per_call)
         self._sgd_steps = int(sgd_steps_per_batch)
         self._priority_writer = None
-        if replay_client is not None:
-            self._priority_writer = PriorityWriter(replay_client, table,
+        if io.replay_client is not None:
+            self._priority_writer = PriorityWriter(io.replay_client, io.table,
                                                    batched=self._batches_per_call > 1)
         self._num_steps = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self._step_logger = StepLogger(counter, logger, log_every_s)
+        self._step_logger = StepLogger(io.counter, io.logger, io.log_every_s)
         self._step_loop: StepLoop | None = None
         self._wait_s, self._first_call = 0.0, None
         self.batches_learned = 0  # Batches whose update was applied, in this process.

@@ -83,7 +83,9 @@ def test_actors_write_td_error_priorities(reverb_server_factory):
         client.server_address, builder.table_name, max_in_flight_samples_per_worker=1)
     checked = 0
     for sample in dataset.take(50):
-        o, a, r, d, o_next = (np.asarray(x)[None] for x in sample.data)
+        t = sample.data
+        o, a, r, d, o_next = (np.asarray(x)[None] for x in (
+            t.observation, t.action, t.reward, t.discount, t.next_observation))
         q = networks["q"](o).numpy()[0, int(a[0])]
         q_next = networks["q"](o_next).numpy()[0].max()
         expected = abs(float(r[0]) + float(d[0]) * q_next - q)

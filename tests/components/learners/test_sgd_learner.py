@@ -17,6 +17,7 @@ import tensorflow as tf
 from agentkit.loggers import Logger
 from components.learners import (
     FusedAdam,
+    LearnerIO,
     LinearDecay,
     OptimizerGroup,
     SGDLearner,
@@ -37,7 +38,7 @@ class Regression(SGDLearner):
     """Fits y = w x (+ a second 'critic' term with its own optimizer when `two_terms`)."""
 
     def __init__(self, iterator, two_terms=False, decay_steps=0, target_period=1, tau=0.0,
-                 max_gradient_norm=1e6, **kwargs):
+                 max_gradient_norm=1e6, **io):
         self.w = snt.Linear(1, with_bias=False, w_init=snt.initializers.Constant(0.0))
         self.v = snt.Linear(1, with_bias=False, w_init=snt.initializers.Constant(0.0))
         self.w_target = snt.Linear(1, with_bias=False, w_init=snt.initializers.Constant(0.0))
@@ -51,9 +52,9 @@ class Regression(SGDLearner):
             other = LinearDecay(0.01)
             groups.append(OptimizerGroup("critic_optimizer", "critic_loss",
                                          self.v.trainable_variables, FusedAdam(other.rate), other))
-        super().__init__(iterator=iterator, groups=groups, max_gradient_norm=max_gradient_norm,
-                         targets=TargetUpdate([(self.w_target, self.w)], target_period, tau),
-                         **kwargs)
+        super().__init__(io=LearnerIO(iterator, **io), groups=groups,
+                         max_gradient_norm=max_gradient_norm,
+                         targets=TargetUpdate([(self.w_target, self.w)], target_period, tau))
 
     def loss(self, sample):
         x, y = sample
@@ -183,4 +184,4 @@ def test_bad_arguments_fail_clearly():
     with pytest.raises(ValueError, match="target update period must be >= 1"):
         TargetUpdate([], period=0)
     with pytest.raises(ValueError, match="at least one OptimizerGroup"):
-        SGDLearner(iterator=iter(()), groups=[], max_gradient_norm=1.0)
+        SGDLearner(io=LearnerIO(iter(())), groups=[], max_gradient_norm=1.0)
