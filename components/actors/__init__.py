@@ -1,7 +1,7 @@
 """Actors and the behaviour policies agents share.
 
-Actors: feed-forward (one environment), batched (K environments, one policy
-call), recurrent. Policies: epsilon-greedy (scheduled, or fixed per Ape-X
+Actors: batched feed-forward and recurrent (K environments, one policy call
+per step). Policies: epsilon-greedy (scheduled, or fixed per Ape-X
 actor), Gaussian noise for deterministic policies, Ape-X's actor-side
 priorities.
 """
@@ -12,11 +12,11 @@ from components.actors.epsilon_greedy import (
     epsilon_greedy_actions,
 )
 from components.actors.exploration import apex_epsilon
-from components.actors.feed_forward import BatchedFeedForwardActor, FeedForwardActor
+from components.actors.feed_forward import BatchedFeedForwardActor
 from components.actors.gaussian_noise import GaussianNoisePolicy
 from components.actors.recurrent import BatchedRecurrentActor
 from components.actors.td_priority import TDPriority
 
 __all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "EpsilonGreedyPolicy",
-           "FeedForwardActor", "GaussianNoisePolicy", "RecurrentEpsilonGreedyPolicy",
+           "GaussianNoisePolicy", "RecurrentEpsilonGreedyPolicy",
            "TDPriority", "apex_epsilon", "epsilon_greedy_actions"]

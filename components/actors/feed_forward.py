@@ -1,10 +1,9 @@
-"""Feed-forward actors around a batched policy function.
+"""The batched feed-forward actor around a batched policy function.
 
 The policy maps a batch of observations to a batch of actions in one call
 (a compiled tf.function that embeds exploration, e.g. epsilon-greedy). The
-single-environment actor adds and removes the batch axis; the batched actor
-serves K environments with one call per step and routes each environment's
-stream to its own adder.
+batched actor serves K environments with one call per step and routes each
+environment's stream to its own adder (or all of them to one batched adder).
 """
 
 from __future__ import annotations
@@ -65,45 +64,6 @@ def slot_timestep(timestep: dm_env.TimeStep, i: int) -> dm_env.TimeStep:
         discount=None if first else timestep.discount[i],
         observation=tree.map_structure(lambda x: x[i], timestep.observation),
     )
-
-
-class FeedForwardActor(core.Actor):
-    """Acts in one environment with a batched policy."""
-
-    def __init__(
-        self,
-        policy: Policy,
-        adder: Adder | None = None,
-        variable_client: VariableClient | None = None,
-        priority_fn: PriorityFn | None = None,
-    ):
-        """With `priority_fn`, the adder must defer its items (`defer_items=True`)."""
-        self._policy = policy
-        self._adder = adder
-        self._client = variable_client
-        self._priority_fn = priority_fn
-
-    def select_action(self, observation: Any) -> Any:
-        batched = tree.map_structure(lambda x: np.expand_dims(x, 0), observation)
-        return np.asarray(self._policy(batched))[0]
-
-    def observe_first(self, timestep: dm_env.TimeStep) -> None:
-        if self._adder is not None:
-            self._adder.add_first(timestep)
-
-    def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
-        if self._adder is not None:
-            self._adder.add(action, next_timestep)
-            if self._priority_fn is not None:
-                write_with_priorities([self._adder], self._priority_fn)
-
-    def update(self, wait: bool = False) -> None:
-        if self._client is not None:
-            self._client.update(wait)
-
-    def close(self) -> None:
-        if self._adder is not None:
-            self._adder.close()
 
 
 class BatchedActorBase(core.Actor):
