@@ -32,7 +32,8 @@ EnvironmentFactory = Callable[..., Any]  # (seed, evaluation) -> dm_env.Environm
 BatchedEnvironmentFactory = Callable[[list, bool], Any]
 
 ACTOR_KEYS = ["wall_time_s", "actor_steps", "steps_per_s", "episode_return", "episode_length"]
-LEARNER_KEYS = ["wall_time_s", "learner_steps", "learner_steps_per_s", "loss", "q_mean"]
+LEARNER_KEYS = ["wall_time_s", "learner_steps", "learner_steps_per_s", "loss", "q_mean",
+                "data_wait_fraction"]
 EVALUATOR_KEYS = ["wall_time_s", "actor_steps", "learner_steps", "episode_return"]
 
 
