@@ -20,6 +20,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from launch_programs.flag_help import field_comments, flag_help
+from launch_programs.registry import AGENTS, ENTRY_POINT_GROUP
+
 LAUNCHERS = ("threads", "ray")
 # The target return reported in summary.json as `first_reached`, where known.
 THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0, "gym:Pendulum-v1": -250.0}
@@ -61,29 +64,86 @@ def _flag_type(default: Any):
     return type(default)
 
 
+_METAVARS = {_parse_bool: "BOOL", _parse_ints: "INTS", int: "INT", float: "FLOAT", str: "STR"}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def __init__(self, prog: str):  # Wider flag column: most flags then keep help on their line.
+        super().__init__(prog, max_help_position=34)
+
+
 def _base_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m launch_programs.run", add_help=False,
-                description="Train an agent. Every agent config field is also a flag.")
-    p.add_argument("--agent", default="dqn")
-    p.add_argument("--env", default="gym:CartPole-v1")
-    p.add_argument("--launch", default="threads")
-    p.add_argument("--logdir", default=None, help="default: runs/<agent>-<env>-s<seed>")
-    p.add_argument("--fresh", action="store_true", help="ignore and replace the checkpoint in --logdir")
-    p.add_argument("--observation_indices", type=_parse_ints, default=(),
+    p = _Parser(prog="python -m launch_programs.run", add_help=False, formatter_class=_HelpFormatter,
+                usage="%(prog)s [--agent NAME] [--env NAME] [--launch threads|ray] [--FLAG=VALUE ...]",
+                description="Train an agent. Every agent config field is also a flag; "
+                            "--agent and --env with --help show that agent's flags and defaults.")
+    g = p.add_argument_group("run flags")
+    g.add_argument("--agent", default="dqn", metavar="NAME",
+                   help=f"{', '.join(AGENTS)}, a name an installed package registers in the "
+                        f"entry-point group {ENTRY_POINT_GROUP}, or package.module:Factory (a builder "
+                        f"class or a function returning one) (default: dqn)")
+    g.add_argument("--env", default="gym:CartPole-v1", metavar="NAME",
+                   help="gym:<id>, atari:<Game>, memory:<N> or control:<domain>:<task>; "
+                        "it also picks the agent's preset (default: gym:CartPole-v1)")
+    g.add_argument("--launch", default="threads", metavar="|".join(LAUNCHERS),
+                   help="threads: every node in this process; ray: one process per node "
+                        "(default: threads)")
+    g.add_argument("--logdir", default=None, metavar="DIR",
+                   help="where the CSVs, checkpoints and summary.json go "
+                        "(default: runs/<agent>-<env>-s<seed>)")
+    g.add_argument("--fresh", action="store_true",
+                   help="ignore and replace the checkpoint in --logdir")
+    g.add_argument("--observation_indices", type=_parse_ints, default=(), metavar="INTS",
                    help="keep only these entries of a vector observation "
                         "(gym:CartPole-v1 with 0,2 hides the velocities)")
-    p.add_argument("-h", "--help", action="store_true")
+    g.add_argument("-h", "--help", action="store_true", help="show the flags and exit")
     return p
 
 
-def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: dict) -> None:
+def _field_default(field: dataclasses.Field, defaults: dict) -> Any:
+    if field.name in defaults:
+        return defaults[field.name]
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default  # MISSING: a field the user must give.
+
+
+def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: dict,
+                         title: str) -> None:
+    """One flag per init field of `cls`, under `title`, with its source comment as help."""
+    comments = field_comments(cls)
+    group = parser.add_argument_group(title)
     for field in dataclasses.fields(cls):
-        default = defaults.get(field.name, field.default)
-        if isinstance(default, bool):  # `--flag` alone means true.
-            parser.add_argument(f"--{field.name}", type=_parse_bool, default=default, nargs="?",
-                                const=True)
+        if not field.init:
+            continue
+        default = _field_default(field, defaults)
+        options: dict[str, Any] = dict(help=flag_help(comments.get(field.name, ""), default))
+        if default is dataclasses.MISSING:  # No default: the user must give it.
+            options.update(required=True, metavar="VALUE")
         else:
-            parser.add_argument(f"--{field.name}", type=_flag_type(default), default=default)
+            kind = _flag_type(default)
+            options.update(type=kind, default=default, metavar=_METAVARS.get(kind, "VALUE"))
+        if isinstance(default, bool):  # `--flag` alone means true.
+            options.update(nargs="?", const=True)
+        group.add_argument(f"--{field.name}", **options)
+
+
+def _add_agent_flags(parser: argparse.ArgumentParser, agent: str, env: str, entry: Any) -> None:
+    """The agent's config flags, with the environment's preset as their defaults."""
+    preset = entry.preset(env)
+    title = f"{agent} flags ({entry.config_class.__name__}"
+    title += f", {env} preset applied)" if preset else ")"
+    try:
+        _add_dataclass_flags(parser, entry.config_class, preset, title)
+    except argparse.ArgumentError as e:  # A field named like a run or program flag.
+        name = (e.argument_name or "").lstrip("-")
+        raise UsageError(f"--agent: {entry.config_class.__name__}.{name} clashes with the run, "
+                         f"program or ray flag --{name}; rename the field") from None
+
+
+def _tag(text: str) -> str:
+    """A name usable as one path component (`gym:CartPole-v1` -> `gym-CartPole-v1`)."""
+    return text.replace(":", "-").replace("/", "-").replace(os.sep, "-")
 
 
 @dataclasses.dataclass
@@ -105,17 +165,21 @@ class RunSpec:
 def parse(argv: Sequence[str]) -> RunSpec | None:
     """Parses and validates flags; returns None after printing --help."""
     from agentkit.config import ConfigError
-    from launch_programs.agent_program import ProgramConfig
+    from launch_programs.program_config import ProgramConfig
     from launch_programs.ray_launcher import RayConfig
-    from launch_programs.registry import get_agent
+    from launch_programs.registry import AgentError, get_agent
 
     base = _base_parser()
     known, _ = base.parse_known_args(argv)
-    entry = get_agent(known.agent)
+    try:  # Before any flag of the agent's is read: they depend on which agent it is.
+        entry = get_agent(known.agent)
+    except AgentError as e:
+        raise UsageError(str(e)) from None
     parser = _base_parser()
-    _add_dataclass_flags(parser, ProgramConfig, {})
-    _add_dataclass_flags(parser, RayConfig, {})
-    _add_dataclass_flags(parser, entry.config_class, entry.preset(known.env))
+    _add_dataclass_flags(parser, ProgramConfig, {}, "program flags (nodes, budget, evaluation, "
+                                                    "checkpoints)")
+    _add_dataclass_flags(parser, RayConfig, {}, "ray flags (with --launch=ray)")
+    _add_agent_flags(parser, known.agent, known.env, entry)
     if known.help:
         parser.print_help()
         return None
@@ -123,18 +187,17 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     if args.launch not in LAUNCHERS:
         raise UsageError(f"--launch: unknown launcher '{args.launch}'; allowed: {', '.join(LAUNCHERS)}")
     values = vars(args)
+
+    def build(cls: type) -> Any:
+        return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.init})
+
     try:
-        program_config = ProgramConfig(
-            **{f.name: values[f.name] for f in dataclasses.fields(ProgramConfig)}
-        )
-        agent_config = entry.config_class(
-            **{f.name: values[f.name] for f in dataclasses.fields(entry.config_class)}
-        )
-        ray_config = RayConfig(**{f.name: values[f.name] for f in dataclasses.fields(RayConfig)})
+        program_config = build(ProgramConfig)
+        agent_config = build(entry.config_class)
+        ray_config = build(RayConfig)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    env_tag = args.env.replace(":", "-").replace("/", "-")
-    logdir = args.logdir or os.path.join("runs", f"{args.agent}-{env_tag}-s{args.seed}")
+    logdir = args.logdir or os.path.join("runs", f"{_tag(args.agent)}-{_tag(args.env)}-s{args.seed}")
     # Absolute: node processes need not share this process's working directory.
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,

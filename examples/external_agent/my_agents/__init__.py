@@ -1,0 +1,1 @@
+"""Agents that live outside the agentkit repository (an example package)."""
