@@ -9,7 +9,7 @@ only through method calls, so the same graph runs under every launcher.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 
@@ -35,6 +35,18 @@ class Node:
     args: tuple = ()
     kwargs: dict = dataclasses.field(default_factory=dict)
     ends_program: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """Nodes a launcher stops together; the next stage starts once they have stopped.
+
+    With `wait_for_run`, stopped means their `run()` returned (the launcher
+    bounds the wait); otherwise, that their `stop()` returned.
+    """
+
+    names: tuple[str, ...]
+    wait_for_run: bool
 
 
 class Program:
@@ -67,6 +79,25 @@ class Program:
             return lookup(value) if isinstance(value, Handle) else value
 
         return tuple(one(a) for a in node.args), {k: one(v) for k, v in node.kwargs.items()}
+
+    def shutdown_stages(self, built: Iterable[str], running: Container[str]) -> list[Stage]:
+        """The order in which every launcher stops the `built` nodes.
+
+        First the nodes that end the program, waiting for their `run()`: their
+        adders flush while the learner still samples (a rate limiter would
+        block their last inserts otherwise). Then the other nodes with a
+        `run()` (`running`: learner, evaluator). Last the nodes without one,
+        one at a time in reverse order of construction: a node may use only
+        earlier nodes, so none is stopped before a node that uses it (the
+        replay server goes last). A node that was never built is skipped.
+        """
+        built = set(built)
+        order = [name for name in self.nodes if name in built]
+        enders = tuple(n for n in order if self.nodes[n].ends_program)
+        runners = tuple(n for n in order if n in running and n not in enders)
+        rest = [n for n in reversed(order) if n not in running and n not in enders]
+        stages = [Stage(enders, True), Stage(runners, True)] + [Stage((n,), False) for n in rest]
+        return [stage for stage in stages if stage.names]
 
 
 class NodeError(RuntimeError):

@@ -4,9 +4,11 @@ A handle between nodes becomes a `RemoteNode` whose method calls are Ray
 calls, so the nodes' code is the same as under threads. Each node process
 serves calls on several threads (its `run()` occupies one). When a node's
 process dies, Ray rebuilds it from the same arguments and the launcher starts
-its `run()` again, up to `max_restarts` times. Shutdown follows the threads
-launcher's order (actors, then the other runners, then replay last), then
-every node process is killed and a Ray instance started here is shut down.
+its `run()` again, up to `max_restarts` times. Shutdown follows
+`Program.shutdown_stages`, as under threads (actors, then the other runners,
+then replay last); then every node process is killed and a Ray instance
+started here is shut down. What a node reserves comes from its kind through
+`RayConfig.resources_for`, a lookup: a new kind of node needs no edit here.
 
 Without `ray_address`, a local Ray instance is started on the loopback
 address with no dashboard: none of Ray's ports listens on the network (they
@@ -27,7 +29,30 @@ from typing import Any
 from agentkit.config import require
 from agentkit.core import ADVERTISE_HOST_ENV
 from launch_programs.devices import configure_tensorflow
-from launch_programs.program import LaunchResult, NodeError, Program, shutdown_despite_interrupts
+from launch_programs.program import (
+    LaunchResult,
+    NodeError,
+    Program,
+    Stage,
+    shutdown_despite_interrupts,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeResources:
+    """What one node's process reserves on the cluster, and its TensorFlow thread budget."""
+
+    cpus: float = 0.0
+    gpus: float = 0.0
+    tf_threads: int = 0  # 0: TensorFlow's default (one thread per core).
+
+    def ray_options(self) -> dict[str, float]:
+        return {"num_cpus": self.cpus, "num_gpus": self.gpus}
+
+
+def threads_for(cpus: float) -> int:
+    """The threads of a node reserving `cpus`: at least one, none (the default) for 0."""
+    return max(1, int(cpus)) if cpus else 0
 
 
 @dataclasses.dataclass
@@ -45,6 +70,20 @@ class RayConfig:
         require(self.learner_cpus >= 0, "learner_cpus", ">= 0", self.learner_cpus)
         require(self.learner_gpus >= 0, "learner_gpus", ">= 0", self.learner_gpus)
         require(self.max_restarts >= 0, "max_restarts", ">= 0", self.max_restarts)
+
+    def node_resources(self) -> dict[str, NodeResources]:
+        """The flags as a table by node kind. The learner keeps TensorFlow's
+        default threads (its large steps use every core it gets); an actor's
+        small forward passes run fastest on as many threads as it reserves."""
+        return {
+            "actor": NodeResources(self.cpus_per_actor, tf_threads=threads_for(self.cpus_per_actor)),
+            "learner": NodeResources(self.learner_cpus, self.learner_gpus),
+        }
+
+    def resources_for(self, kind: str) -> NodeResources:
+        """A node of a kind the table does not list (replay, counter, evaluator, any new
+        one) reserves nothing: it runs wherever Ray has room."""
+        return self.node_resources().get(kind, NodeResources())
 
 
 class RemoteNode:
@@ -182,20 +221,6 @@ class RayLauncher:
 
     # -- start ---------------------------------------------------------------
 
-    def _resources(self, kind: str) -> dict:
-        c = self._config
-        if kind == "actor":
-            return {"num_cpus": c.cpus_per_actor}
-        if kind == "learner":
-            return {"num_cpus": c.learner_cpus, "num_gpus": c.learner_gpus}
-        return {"num_cpus": 0}
-
-    def _tf_threads(self, kind: str) -> int:
-        """TensorFlow threads of an actor node: its CPUs (0: TensorFlow's default)."""
-        if kind != "actor":
-            return 0
-        return max(1, int(self._config.cpus_per_actor)) if self._config.cpus_per_actor else 0
-
     def _start_ray(self) -> None:
         """Imports and starts (or joins) Ray with Ctrl-C and SIGTERM held until it is up.
 
@@ -243,7 +268,7 @@ class RayLauncher:
             # Node processes import what this process can (packages, fakes in tests).
             paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
             os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-            needed = sum(self._resources(n.kind)["num_cpus"] for n in self._program.nodes.values())
+            needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
             ray.init(num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
                      include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True)
 
@@ -254,11 +279,11 @@ class RayLauncher:
         on_cluster = bool(self._config.ray_address)
         for node in self._program.nodes.values():
             args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
+            resources = self._config.resources_for(node.kind)
             handle = remote_class.options(
                 name=None, max_restarts=self._config.max_restarts, max_concurrency=16,
-                **self._resources(node.kind),
-            ).remote(node.name, node.constructor, args, kwargs, on_cluster,
-                     self._tf_threads(node.kind))
+                **resources.ray_options(),
+            ).remote(node.name, node.constructor, args, kwargs, on_cluster, resources.tf_threads)
             self._handles[node.name] = handle
             self.objects[node.name] = RemoteNode(node.name, handle)
         # Constructors run at once; a node waits in its constructor for the
@@ -395,40 +420,40 @@ class RayLauncher:
 
     # -- stop ----------------------------------------------------------------
 
-    def _stop_and_wait(self, names: list[str]) -> None:
+    def _stop_stage(self, stage: Stage) -> None:
+        """Sends each node stop(), then waits (one deadline) for their run() calls to
+        return or, in a stage without run(), for the stop() calls."""
         import ray
 
-        for name in names:
+        stops = []
+        for name in stage.names:
             try:
-                self._handles[name].stop.remote()
+                stops.append(self._handles[name].stop.remote())
             except ray.exceptions.RayError:
                 pass
-        refs = [ref for ref, name in self._runs.items() if name in names]
-        if refs:
-            ray.wait(refs, num_returns=len(refs), timeout=self._join_timeout_s)
-        for ref in refs:
-            self._runs.pop(ref, None)
+        if stage.wait_for_run:
+            runs = [ref for ref, name in self._runs.items() if name in stage.names]
+            if runs:
+                ray.wait(runs, num_returns=len(runs), timeout=self._join_timeout_s)
+            for ref in runs:
+                self._runs.pop(ref, None)
+            return
+        deadline = time.monotonic() + self._join_timeout_s
+        for ref in stops:
+            try:
+                ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+            except ray.exceptions.RayError:  # Dead, or stuck past the deadline: close() kills it.
+                pass
 
     def shutdown(self) -> None:
-        """Stops every node in the threads launcher's order; processes stay up for queries."""
-        import ray
-
-        nodes = self._program.nodes
+        """Stops every node stage by stage; processes stay up for queries."""
         # A node still in its constructor (stopped during start-up) has nothing
         # to flush or save, and a call to it would wait for the constructor:
         # close() kills it instead.
-        built = [n for n in nodes if n in self._handles and n in self._pids]
+        built = [n for n in self._program.nodes if n in self._handles and n in self._pids]
         running = set(self._runs.values()) | self._finished
-        enders = [n for n in built if nodes[n].ends_program]
-        runners = [n for n in built if n in running and n not in enders]
-        rest = [n for n in built if n not in running and n not in enders]
-        self._stop_and_wait(enders)  # The learner still samples, so their adders flush.
-        self._stop_and_wait(runners)
-        for name in reversed(rest):  # The replay server goes last.
-            try:
-                ray.get(self._handles[name].stop.remote(), timeout=self._join_timeout_s)
-            except ray.exceptions.RayError:
-                pass
+        for stage in self._program.shutdown_stages(built, running):
+            self._stop_stage(stage)
 
     def _ray_up(self) -> bool:
         return self._ray_imported and sys.modules["ray"].is_initialized()

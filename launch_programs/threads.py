@@ -3,9 +3,9 @@
 Each node with a `run()` gets its own thread, so a rate limiter blocking the
 inserting side never blocks the sampling side. The program ends when every
 `ends_program` node has returned, when a node raises (its error is raised
-here, once), or on Ctrl-C. Shutdown stops the ending nodes first (so their
-adders flush while the learner still samples), then the others, then the
-nodes without a thread (the replay server last).
+here, once), or on Ctrl-C. Shutdown follows `Program.shutdown_stages` (the
+ending nodes first, so their adders flush while the learner still samples;
+the replay server last); this launcher only says how one stage is stopped.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ import time
 import traceback
 from typing import Any
 
-from launch_programs.program import LaunchResult, NodeError, Program, shutdown_despite_interrupts
+from launch_programs.program import (
+    LaunchResult,
+    NodeError,
+    Program,
+    Stage,
+    shutdown_despite_interrupts,
+)
 
 
 class ThreadsLauncher:
@@ -41,15 +47,16 @@ class ThreadsLauncher:
             with self._lock:
                 self._errors.append(NodeError(name, e, traceback.format_exc()))
 
-    def _signal_stop(self, names: list[str]) -> None:
-        for name in names:
+    def _stop_stage(self, stage: Stage) -> None:
+        """Calls each node's stop() in turn, then joins their threads under one deadline."""
+        for name in stage.names:
             stop = getattr(self.objects[name], "stop", None)
             if stop is not None:
                 stop()
-
-    def _join(self, names: list[str]) -> None:
+        if not stage.wait_for_run:
+            return
         deadline = time.time() + self._join_timeout_s
-        for name in names:
+        for name in stage.names:
             thread = self._threads.get(name)
             if thread is not None:
                 thread.join(max(0.0, deadline - time.time()))
@@ -88,17 +95,10 @@ class ThreadsLauncher:
         """Nothing to release: the nodes lived in this process."""
 
     def shutdown(self) -> None:
-        """Stops every node: runners that end the program, other runners, then the rest."""
-        nodes = self._program.nodes
-        built = [n for n in nodes if n in self.objects]
-        enders = [n for n in built if nodes[n].ends_program]
-        runners = [n for n in built if n in self._threads and n not in enders]
-        rest = [n for n in built if n not in self._threads]
-        self._signal_stop(enders)
-        self._join(enders)  # The learner still samples, so their adders can flush.
-        self._signal_stop(runners)
-        self._join(runners)
-        self._signal_stop(list(reversed(rest)))  # The replay server goes last.
+        """Stops every built node, stage by stage (a node with a thread has a run())."""
+        built = [name for name in self._program.nodes if name in self.objects]
+        for stage in self._program.shutdown_stages(built, self._threads):
+            self._stop_stage(stage)
 
 
 def launch_threads(program: Program, join_timeout_s: float = 30.0) -> LaunchResult:

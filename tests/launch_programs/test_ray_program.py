@@ -1,7 +1,8 @@
 """The generic program under the ray launcher: each node its own process.
 
-Each test starts (and stops) its own local Ray, so it can check that no Ray
-process outlives the run.
+Each test that launches starts (and stops) its own local Ray, so it can check
+that no Ray process outlives the run; the shutdown-order and resource tests
+use fake handles and start no Ray.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from agentkit.loggers import read_csv
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from launch_programs.agent_program import ProgramConfig, make_agent_program
-from launch_programs.ray_launcher import RayConfig, RayLauncher
+from launch_programs.program import Program
+from launch_programs.ray_launcher import NodeResources, RayConfig, RayLauncher
 from tests import fakes
 
 ray = pytest.importorskip("ray")
@@ -170,3 +172,94 @@ def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
         assert replay_stats["restored_items"] > 0
     time.sleep(1.0)
     assert not _ray_processes()
+
+
+def test_node_kinds_map_to_the_configured_resources_and_other_kinds_to_none():
+    config = RayConfig(cpus_per_actor=2.0, learner_cpus=3.0, learner_gpus=1.0)
+    assert config.resources_for("actor") == NodeResources(cpus=2.0, tf_threads=2)
+    assert config.resources_for("learner") == NodeResources(cpus=3.0, gpus=1.0)  # TF's threads.
+    assert config.resources_for("learner").ray_options() == {"num_cpus": 3.0, "num_gpus": 1.0}
+    for kind in ("replay", "counter", "evaluator", "inference_server"):  # The last one is new.
+        assert config.resources_for(kind) == NodeResources()
+        assert config.resources_for(kind).ray_options() == {"num_cpus": 0.0, "num_gpus": 0.0}
+    assert RayConfig(cpus_per_actor=0.5).resources_for("actor").tf_threads == 1
+    assert RayConfig(cpus_per_actor=0.0).resources_for("actor").tf_threads == 0  # TF's default.
+
+
+class _FakeMethod:
+    """`handle.<method>.remote()`: records the call, returns a stand-in for its result."""
+
+    def __init__(self, events: list, method: str, name: str):
+        self._events, self._method, self._name = events, method, name
+
+    def remote(self, *args):
+        self._events.append((self._method, self._name))
+        return (self._method, self._name)
+
+
+class _FakeHandle:
+    def __init__(self, events: list, name: str):
+        self.stop = _FakeMethod(events, "stop", name)
+        self.ready = _FakeMethod(events, "ready", name)
+
+
+def _fake_program() -> Program:
+    program = Program("fake")
+    store = program.add_node("store", "store", object)
+    program.add_node("clock", "clock", object, store)
+    program.add_node("trainer", "learner", object, store)
+    for i in range(2):
+        program.add_node(f"worker_{i}", "actor", object, store, ends_program=True)
+    program.add_node("judge", "inference_server", object, store)
+    return program
+
+
+def test_ray_launcher_stops_nodes_in_the_programs_stages(monkeypatch):
+    """Without Ray: fake handles record the order of stop() calls and of the waits."""
+    events: list = []
+    monkeypatch.setattr(ray, "wait", lambda refs, num_returns, timeout: events.append(
+        ("wait", tuple(name for _, name in refs))) or (refs, []))
+    monkeypatch.setattr(ray, "get", lambda ref, timeout=None: events.append(("get", ref[1])))
+    program = _fake_program()
+    launcher = RayLauncher(program)
+    launcher._handles = {name: _FakeHandle(events, name) for name in program.nodes}
+    launcher._pids = {name: 1 for name in program.nodes if name != "judge"}  # judge: starting.
+    launcher._runs = {("run", name): name for name in ("worker_0", "worker_1", "trainer")}
+    launcher._finished = set()
+    launcher.shutdown()
+    assert events == [
+        ("stop", "worker_0"), ("stop", "worker_1"), ("wait", ("worker_0", "worker_1")),
+        ("stop", "trainer"), ("wait", ("trainer",)),
+        ("stop", "clock"), ("get", "clock"),
+        ("stop", "store"), ("get", "store"),
+    ]
+    assert launcher._runs == {}
+
+
+class _FakeActorClass:
+    """`ray.remote(NodeProcess)`: records what each node's process was created with."""
+
+    def __init__(self):
+        self.created: dict[str, tuple] = {}
+        self._options: dict = {}
+
+    def options(self, **ray_options):
+        self._options = ray_options
+        return self
+
+    def remote(self, name, constructor, args, kwargs, on_cluster, tf_threads):
+        self.created[name] = (self._options["num_cpus"], self._options["num_gpus"], tf_threads)
+        return _FakeHandle([], name)
+
+
+def test_ray_launcher_reserves_resources_by_node_kind(monkeypatch):
+    """Without Ray: `_build` asks for each node's resources by its kind, a new kind included."""
+    actor_class = _FakeActorClass()
+    monkeypatch.setattr(ray, "remote", lambda cls: actor_class)
+    monkeypatch.setattr(ray, "get", lambda ref, timeout=None: 1)
+    config = RayConfig(cpus_per_actor=2.0, learner_cpus=3.0, learner_gpus=1.0)
+    RayLauncher(_fake_program(), config)._build()
+    assert actor_class.created == {  # (CPUs, GPUs, TensorFlow threads)
+        "store": (0, 0, 0), "clock": (0, 0, 0), "trainer": (3.0, 1.0, 0),
+        "worker_0": (2.0, 0, 2), "worker_1": (2.0, 0, 2), "judge": (0, 0, 0),
+    }

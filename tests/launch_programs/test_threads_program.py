@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -11,6 +12,7 @@ from agentkit.loggers import read_csv
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from launch_programs.agent_program import ProgramConfig, make_agent_program
+from launch_programs.program import Program
 from launch_programs.summary import evaluation_stats
 from launch_programs.threads import launch_threads
 from tests import fakes
@@ -152,3 +154,58 @@ def test_dqn_acts_on_ale_vector_environments_in_alternating_groups(tmp_path):
     assert counts["actor_steps"] >= 400 and counts["learner_steps"] > 0
     info = result.objects["replay"].info()[DQNBuilder.table_name]
     assert info["num_inserts"] == counts["actor_steps"]  # Both groups' streams reached replay.
+
+
+class _Idle:
+    """A node without run(): records its stop(); `uses` are the nodes it was given."""
+
+    def __init__(self, name: str, events: list, *uses):
+        self._name, self._events = name, events
+
+    def stop(self) -> None:
+        self._events.append(("stop", self._name))
+
+
+class _Runner(_Idle):
+    """Runs until stopped, then takes a while to flush; or raises, if told to."""
+
+    def __init__(self, name: str, events: list, *uses, raise_after_s: float | None = None):
+        super().__init__(name, events)
+        self._stopped = threading.Event()
+        self._raise_after_s = raise_after_s
+
+    def run(self) -> None:
+        if self._raise_after_s is not None:
+            time.sleep(self._raise_after_s)
+            raise RuntimeError("judge quits")
+        self._stopped.wait(10.0)
+        time.sleep(0.1)  # Flushing: the next stage must wait for it.
+        self._events.append(("returned", self._name))
+
+    def stop(self) -> None:
+        super().stop()
+        self._stopped.set()
+
+
+def test_threads_launcher_stops_nodes_in_the_programs_stages():
+    events: list = []
+    program = Program("fake")
+    store = program.add_node("store", "store", _Idle, "store", events)
+    clock = program.add_node("clock", "clock", _Idle, "clock", events, store)
+    program.add_node("trainer", "trainer", _Runner, "trainer", events)
+    for i in range(2):
+        program.add_node(f"worker_{i}", "worker", _Runner, f"worker_{i}", events, ends_program=True)
+    # A failing node ends the run while every other runner still runs.
+    program.add_node("judge", "judge", _Runner, "judge", events, clock, raise_after_s=0.2)
+    result = launch_threads(program, join_timeout_s=5)
+    assert result.status == "failed" and result.error.node == "judge"
+    stages = program.shutdown_stages(program.nodes, running={"trainer", "worker_0", "worker_1",
+                                                             "judge"})
+    stops = [name for event, name in events if event == "stop"]
+    assert stops == [name for stage in stages for name in stage.names]
+    assert stops == ["worker_0", "worker_1", "trainer", "judge", "clock", "store"]
+    # Each waiting stage's run() calls returned before the next stage was stopped.
+    assert max(events.index(("returned", f"worker_{i}")) for i in range(2)) < events.index(
+        ("stop", "trainer"))
+    assert events.index(("returned", "trainer")) < events.index(("stop", "clock"))
+    assert not [t for t in threading.enumerate() if t.name in program.nodes]
