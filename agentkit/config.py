@@ -20,6 +20,26 @@ def require(condition: bool, field: str, allowed: str, value: Any) -> None:
         raise ConfigError(f"--{field}: must be {allowed}, got {value!r}")
 
 
+# The learning fields most agents share, by what each must satisfy.
+POSITIVE_FIELDS = ("learning_rate", "adam_epsilon", "max_gradient_norm")
+NON_NEGATIVE_FIELDS = ("learning_rate_final", "learning_rate_decay_steps")
+AT_LEAST_ONE_FIELDS = ("batches_per_call", "variable_update_period", "max_in_flight_items")
+
+
+def require_common_fields(config: Any) -> None:
+    """The checks of the fields agents share, for each such field the config has:
+    rates, epsilons and norms > 0; final rates and decay steps >= 0; periods and
+    counts >= 1."""
+    checks = ((POSITIVE_FIELDS, "> 0", lambda v: v > 0),
+              (NON_NEGATIVE_FIELDS, ">= 0", lambda v: v >= 0),
+              (AT_LEAST_ONE_FIELDS, ">= 1", lambda v: v >= 1))
+    for names, allowed, condition in checks:
+        for name in names:
+            if hasattr(config, name):
+                value = getattr(config, name)
+                require(condition(value), name, allowed, value)
+
+
 def require_replay_fields(config: Any) -> None:
     """The replay fields agents share: samples_per_insert, min/max_replay_size against
     batch_size, priority and importance-sampling exponents, prefetch_size."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require, require_replay_fields
+from agentkit.config import require, require_common_fields, require_replay_fields
 
 
 @dataclasses.dataclass
@@ -49,11 +49,11 @@ class D4PGConfig:
     max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
     def __post_init__(self):
+        require_common_fields(self)
         self.policy_hidden_sizes = tuple(int(h) for h in self.policy_hidden_sizes)
         self.critic_hidden_sizes = tuple(int(h) for h in self.critic_hidden_sizes)
         require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
         require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
-        require(self.batches_per_call >= 1, "batches_per_call", ">= 1", self.batches_per_call)
         require(self.v_min < self.v_max, "v_max", f"> v_min ({self.v_min})", self.v_max)
         require(self.num_atoms >= 2, "num_atoms", ">= 2", self.num_atoms)
         require(self.target_update_period >= 1, "target_update_period", ">= 1",
@@ -69,10 +69,5 @@ class D4PGConfig:
                 self.policy_learning_rate)
         require(self.critic_learning_rate > 0, "critic_learning_rate", "> 0",
                 self.critic_learning_rate)
-        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
         require_replay_fields(self)
         require(self.sigma >= 0, "sigma", ">= 0", self.sigma)
-        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
-                self.variable_update_period)
-        require(self.max_in_flight_items >= 1, "max_in_flight_items", ">= 1",
-                self.max_in_flight_items)

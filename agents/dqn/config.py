@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require, require_replay_fields
+from agentkit.config import require, require_common_fields, require_replay_fields
 
 
 @dataclasses.dataclass
@@ -61,6 +61,7 @@ class DQNConfig:
     max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
     def __post_init__(self):
+        require_common_fields(self)
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
         require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
         require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
@@ -68,10 +69,6 @@ class DQNConfig:
                 self.target_update_period)
         require(0.0 <= self.target_update_tau <= 1.0, "target_update_tau", "in [0, 1]",
                 self.target_update_tau)
-        require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",
-                self.learning_rate_decay_steps)
-        require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
-                self.learning_rate_final)
         require(self.huber_loss_parameter > 0, "huber_loss_parameter", "> 0",
                 self.huber_loss_parameter)
         require(self.torso in ("auto", "mlp", "atari"), "torso", "one of auto, mlp, atari",
@@ -80,12 +77,8 @@ class DQNConfig:
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
         require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
-        require(self.batches_per_call >= 1, "batches_per_call", ">= 1", self.batches_per_call)
         require(self.num_sgd_steps_per_step >= 1, "num_sgd_steps_per_step", ">= 1",
                 self.num_sgd_steps_per_step)
-        require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
-        require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
-        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
         require(self.min_replay_size >= 1, "min_replay_size", ">= 1", self.min_replay_size)
         require_replay_fields(self)
         for name in ("epsilon_init", "epsilon_final", "epsilon_eval"):
@@ -93,10 +86,6 @@ class DQNConfig:
             require(0.0 <= value <= 1.0, name, "in [0, 1]", value)
         require(self.epsilon_decay_steps >= 0, "epsilon_decay_steps", ">= 0",
                 self.epsilon_decay_steps)
-        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
-                self.variable_update_period)
-        require(self.max_in_flight_items >= 1, "max_in_flight_items", ">= 1",
-                self.max_in_flight_items)
 
     @classmethod
     def atari(cls, **overrides) -> DQNConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require
+from agentkit.config import require, require_common_fields
 from components.networks.torso import TORSOS
 
 
@@ -49,6 +49,7 @@ class IMPALAConfig:
     evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
 
     def __post_init__(self):
+        require_common_fields(self)
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
         require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
         require(self.unroll_length >= 1, "unroll_length", ">= 1", self.unroll_length)
@@ -64,19 +65,10 @@ class IMPALAConfig:
         require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
         require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",
                 self.optimizer)
-        require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
         require(self.value_learning_rate >= 0, "value_learning_rate", ">= 0",
                 self.value_learning_rate)
-        require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
-                self.learning_rate_final)
-        require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",
-                self.learning_rate_decay_steps)
-        require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
-        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
         require(self.max_queue_size > self.batch_size + 1, "max_queue_size",
                 f"> batch_size + 1 ({self.batch_size + 1})", self.max_queue_size)
-        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
-                self.variable_update_period)
 
     @property
     def rho_thresholds(self) -> tuple[float | None, float | None]:

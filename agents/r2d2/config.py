@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require, require_replay_fields
+from agentkit.config import require, require_common_fields, require_replay_fields
 
 
 @dataclasses.dataclass
@@ -59,6 +59,7 @@ class R2D2Config:
     max_in_flight_items: int = 4  # Sequences an adder may have unconfirmed by the server.
 
     def __post_init__(self):
+        require_common_fields(self)
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
         require(self.sequence_length >= 2, "sequence_length", ">= 2", self.sequence_length)
         require(1 <= self.period <= self.sequence_length, "period",
@@ -78,24 +79,12 @@ class R2D2Config:
         require(self.lstm_size >= 1, "lstm_size", ">= 1", self.lstm_size)
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
         require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
-        require(self.learning_rate > 0, "learning_rate", "> 0", self.learning_rate)
-        require(self.learning_rate_final >= 0, "learning_rate_final", ">= 0",
-                self.learning_rate_final)
-        require(self.learning_rate_decay_steps >= 0, "learning_rate_decay_steps", ">= 0",
-                self.learning_rate_decay_steps)
-        require(self.adam_epsilon > 0, "adam_epsilon", "> 0", self.adam_epsilon)
-        require(self.max_gradient_norm > 0, "max_gradient_norm", "> 0", self.max_gradient_norm)
-        require(self.batches_per_call >= 1, "batches_per_call", ">= 1", self.batches_per_call)
         require_replay_fields(self)
         require(0 <= self.max_priority_weight <= 1, "max_priority_weight", "in [0, 1]",
                 self.max_priority_weight)
         require(0 < self.epsilon_base <= 1, "epsilon_base", "in (0, 1]", self.epsilon_base)
         require(self.epsilon_alpha >= 0, "epsilon_alpha", ">= 0", self.epsilon_alpha)
         require(0 <= self.epsilon_eval <= 1, "epsilon_eval", "in [0, 1]", self.epsilon_eval)
-        require(self.variable_update_period >= 1, "variable_update_period", ">= 1",
-                self.variable_update_period)
-        require(self.max_in_flight_items >= 1, "max_in_flight_items", ">= 1",
-                self.max_in_flight_items)
 
     @property
     def trained_steps(self) -> int:
