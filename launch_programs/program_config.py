@@ -20,7 +20,7 @@ class ProgramConfig:
     eval_every: int = 5_000  # Actor steps between evaluations.
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
     eval_at_start: bool = True  # Also evaluate at step 0 (the untrained baseline).
-    seed: int = 0
+    seed: int = 0  # Seeds the environments and the policies' exploration (not the network init).
     print_every_s: float = 5.0  # Progress line period (0: silent).
     checkpoint_every_s: float = 300.0  # Learner (and replay) checkpoint period.
     checkpoint_replay: bool = False  # Also checkpoint the Reverb tables (<logdir>/checkpoints/replay).

@@ -73,7 +73,8 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 def _base_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m launch_programs.run", add_help=False, formatter_class=_HelpFormatter,
+    p = _Parser(prog="python -m launch_programs.run", add_help=False, allow_abbrev=False,
+                formatter_class=_HelpFormatter,
                 usage="%(prog)s [--agent NAME] [--env NAME] [--launch threads|ray] [--FLAG=VALUE ...]",
                 description="Train an agent. Every agent config field is also a flag; "
                             "--agent and --env with --help show that agent's flags and defaults.")

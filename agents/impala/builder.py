@@ -19,11 +19,15 @@ from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
-from agents.impala.acting import RecurrentSamplingPolicy, SamplingPolicy
 from agents.impala.config import IMPALAConfig
 from agents.impala.learning import IMPALALearner
 from agents.impala.networks import make_networks
-from components.actors import BatchedFeedForwardActor, BatchedRecurrentActor
+from components.actors import (
+    BatchedFeedForwardActor,
+    BatchedRecurrentActor,
+    RecurrentSamplingPolicy,
+    SamplingPolicy,
+)
 from components.adders import UnrollAdder, unroll_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
 from components.learners import make_learner_io

@@ -53,7 +53,7 @@ class R2D2Config:
 
     # Acting.
     epsilon_base: float = 0.4  # Ape-X: actor i of N explores with base^(1 + alpha i / (N - 1)).
-    epsilon_alpha: float = 7.0
+    epsilon_alpha: float = 7.0  # Ape-X: how fast exploration falls from actor 0 to actor N-1.
     epsilon_eval: float = 0.0  # The evaluator's epsilon (greedy).
     variable_update_period: int = 100  # Actor steps between weight fetches.
     max_in_flight_items: int = 4  # Sequences an adder may have unconfirmed by the server.

@@ -15,8 +15,10 @@ from components.actors.exploration import apex_epsilon
 from components.actors.feed_forward import BatchedFeedForwardActor
 from components.actors.gaussian_noise import GaussianNoisePolicy
 from components.actors.recurrent import BatchedRecurrentActor
+from components.actors.sampling import RecurrentSamplingPolicy, SamplingPolicy
 from components.actors.td_priority import TDPriority
 
 __all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "EpsilonGreedyPolicy",
            "GaussianNoisePolicy", "RecurrentEpsilonGreedyPolicy",
+           "RecurrentSamplingPolicy", "SamplingPolicy",
            "TDPriority", "apex_epsilon", "epsilon_greedy_actions"]

@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
     (["--torso=atari"], "--torso"),
     (["--max_actor_steps=-5"], "--max_actor_steps"),
     (["--no_such_flag=1"], "--no_such_flag"),
+    (["--max_actor_step=100"], "--max_actor_step"),  # A prefix is not taken for the flag.
 ])
 def test_bad_input_fails_with_one_line_naming_the_flag(argv, flag, capsys, tmp_path):
     code = run.main(argv + [f"--logdir={tmp_path}/run"])

@@ -1,4 +1,4 @@
-"""IMPALA's policies: sample from the softmax and record the logits (the behaviour policy)."""
+"""Sampling from a softmax policy, recording its logits (IMPALA, and any actor-critic agent)."""
 
 from __future__ import annotations
 
