@@ -10,6 +10,7 @@ import time
 
 import dm_env
 import numpy as np
+import tree
 from dm_env import specs
 
 
@@ -77,6 +78,43 @@ class FakeEnvironment(dm_env.Environment):
 
     def discount_spec(self):
         return specs.BoundedArray((), np.float32, 0.0, 1.0, "discount")
+
+
+class NestedFakeEnvironment(FakeEnvironment):
+    """A FakeEnvironment with nests: observations drawn leaf by leaf from a nest of specs, and
+    rewards a nest of `reward_spec` whose every element is the step's scripted reward."""
+
+    def __init__(self, observation_spec, action_spec, reward_spec, **kwargs):
+        super().__init__(observation_spec, action_spec, **kwargs)
+        self._reward_spec = reward_spec
+
+    def _draw(self, spec):
+        if np.issubdtype(spec.dtype, np.integer):
+            return self._rng.integers(0, 255, spec.shape).astype(spec.dtype)
+        return self._rng.uniform(-1, 1, spec.shape).astype(spec.dtype)
+
+    def _observation(self):
+        return tree.map_structure(self._draw, self._observation_spec)
+
+    def step(self, action) -> dm_env.TimeStep:
+        timestep = super().step(action)
+        return timestep._replace(reward=tree.map_structure(
+            lambda s: np.full(s.shape, timestep.reward, s.dtype), self._reward_spec))
+
+    def reward_spec(self):
+        return self._reward_spec
+
+
+def nested_environment(**kwargs) -> NestedFakeEnvironment:
+    """Dict-and-tuple observations {"pixels": uint8[2, 2], "vec": (float32[3], int32[])}, 3
+    actions, rewards {"a": float32[2], "b": float32[]}, a scalar discount."""
+    return NestedFakeEnvironment(
+        {"pixels": specs.BoundedArray((2, 2), np.uint8, 0, 255, "pixels"),
+         "vec": (specs.Array((3,), np.float32, "position"), specs.Array((), np.int32, "count"))},
+        specs.DiscreteArray(3, dtype=np.int32, name="action"),
+        {"a": specs.Array((2,), np.float32, "a"), "b": specs.Array((), np.float32, "b")},
+        **kwargs,
+    )
 
 
 def discrete_environment(num_actions: int = 3, observation_shape=(4,), **kwargs) -> FakeEnvironment:

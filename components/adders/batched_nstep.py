@@ -1,9 +1,10 @@
 """n-step transitions of K environments stepped in lock-step, through one Reverb writer.
 
 The items are those of `NStepTransitionAdder` (same formula, same episode
-ends; see its docstring), for each of K environments whose timesteps come
-batched (a leading K axis, as `BatchedEnvironment` returns them; a slot whose
-episode ended restarts with a FIRST timestep).
+ends, same nests and extras; see its docstring), for each of K environments
+whose timesteps come batched (a leading K axis on every leaf of every field,
+extras included, as `BatchedEnvironment` returns them; a slot whose episode
+ended restarts with a FIRST timestep).
 
 Why a second adder: with small observations (CartPole) the per-environment
 adder's Python, not the network or the simulator, bounds a batched actor,
@@ -15,20 +16,24 @@ writer and one item-creation call, with column order fixed up front:
   reference, so items need not be contiguous), so there is one flush per
   batched step and no per-episode round trip (`end_episode` waits for the
   server; this adder never calls it);
-- each environment-step appends (o_{t+1}, a_t) and, when the item starting
-  at t+1-n completes, its (R, D); items then reference o_t and a_t of their
-  start, (R, D) and o_{t+n} of their end;
-- n-step returns of the K environments are computed together in numpy.
+- each environment-step appends (o_{t+1}, a_t, e_t) and, when the item
+  starting at t+1-n completes, its (R, D); items then reference o_t, a_t and
+  e_t of their start, (R, D) and o_{t+n} of their end;
+- n-step returns of the K environments are computed together in numpy, one
+  reward leaf at a time.
 
-It calls the C++ writer behind `reverb.TrajectoryWriter` directly (its
+Columns, by leaf: observation, action, extras, R, D (R and D one per reward
+leaf). It calls the C++ writer behind `reverb.TrajectoryWriter` directly (its
 `_writer`: `Append`, `CreateItem`, `Flush`), skipping the Python wrapper's
-structure checks on every call; dm-reverb is pinned to 0.14.0, and the tests
-compare this adder's items with the per-environment adder's, field by field.
+structure checks on every call (its own checks are one structure comparison
+per field and step); dm-reverb is pinned to 0.14.0, and the tests compare
+this adder's items with the per-environment adder's, field by field.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 from typing import Any
 
 import dm_env
@@ -38,6 +43,7 @@ import tree
 
 from agentkit.types import Transition
 from components.adders.base import BatchedAdder
+from components.adders.nests import Field, RewardLayout, check_no_extras, extras_field
 from components.adders.nstep import PriorityFn, check_nstep_arguments, nstep_return
 
 _FIRST = int(dm_env.StepType.FIRST)
@@ -50,7 +56,8 @@ class BatchedNStepTransitionAdder(BatchedAdder):
     With `defer_items=True` the items of a step wait in `pending()` until
     `write_pending(priorities)` (the batched actor computes all priorities in
     one network call); otherwise they are written at once with priorities
-    from `priority_fn` (1.0 without it).
+    from `priority_fn` (1.0 without it). `extras_spec` is per environment
+    (no K axis); the extras given to `add` have a leading K axis.
     """
 
     def __init__(
@@ -63,6 +70,7 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         priority_fn: PriorityFn | None = None,
         max_in_flight_items: int = 4,
         defer_items: bool = False,
+        extras_spec: Any = None,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -80,21 +88,25 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self._writer = client.trajectory_writer(
             num_keep_alive_refs=num_envs * (2 * n_step + 2) + 8)
         self._cpp = self._writer._writer  # noqa: SLF001  (see the module docstring)
-        self._leaves = 0  # Observation leaves: columns 0..L-1; then action, reward, discount.
-        self._structure: Any = None
-        self._nested = False
-        # Per environment: (observation refs, action ref, observation, action) of
-        # the steps not yet the start of an item, oldest first; the latest
-        # observation's refs and value.
+        self._extras = extras_field(extras_spec, batch_shape=(num_envs,))
+        # Fixed by the first add_first (observation) and add (the rest).
+        self._observation: Field | None = None
+        self._action: Field | None = None
+        self._layout: RewardLayout | None = None
+        self._none_tail: list = []  # None for every column after the observation's.
+        self._no_returns: list = []  # None for every R and D column.
+        self._num_before_returns = 0  # Observation, action and extras columns.
+        # Per environment: (observation refs, action and extras refs, observation,
+        # action, extras) of the steps not yet the start of an item, oldest first;
+        # the latest observation's refs and value. Values are lists of leaves.
         self._starts = [collections.deque() for _ in range(num_envs)]
         self._last_refs: list[Any] = [None] * num_envs
         self._last_obs: list[Any] = [None] * num_envs
-        # The last n rewards and discounts of each environment, oldest first.
-        self._rewards = np.zeros((num_envs, n_step))
-        self._discounts = np.ones((num_envs, n_step))
-        self._powers = discount ** np.arange(n_step)
+        # Per reward (discount) leaf: its last n values per environment, [K, n, *shape], oldest first.
+        self._rewards: list[np.ndarray] = []
+        self._discounts: list[np.ndarray] = []
         self._pending_columns: list[list] = []  # Per pending item: its flat columns of refs.
-        self._pending_values: list[tuple] = []  # Per pending item: (o_t, a_t, R, D, o_{t+m}).
+        self._pending_values: list[tuple] = []  # Per pending item: Transition fields, as leaves.
         self.items_written = 0
 
     # -- episodes ---------------------------------------------------------
@@ -103,25 +115,48 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         step_type = np.asarray(timestep.step_type)
         if not (step_type == _FIRST).all():
             raise ValueError(f"add_first needs FIRST timesteps in every slot, got {step_type}")
-        leaves = self._flatten(timestep.observation)
+        if self._observation is None:
+            self._observation = Field("observation", timestep.observation)
+            self._observation.check_batch(self.num_envs)
+        leaves = self._observation.flatten(timestep.observation)
         for i in range(self.num_envs):
             self._start_episode(i, [leaf[i] for leaf in leaves])
         self._write_if_not_deferred()
 
     def add(self, actions: Any, next_timestep: dm_env.TimeStep, extras: Any = ()) -> None:
-        del extras  # Transitions carry no extras.
+        if self._observation is None:
+            raise ValueError("add called before add_first")
+        if self._layout is None:
+            self._first_add(actions, next_timestep)
         step_type = np.asarray(next_timestep.step_type)
-        leaves = self._flatten(next_timestep.observation)
+        leaves = self._observation.flatten(next_timestep.observation)
+        action_leaves = [np.asarray(x) for x in self._action.flatten(
+            np.asarray(actions) if isinstance(actions, list) else actions)]
+        if self._extras is not None:
+            extras_leaves = self._extras.flatten(extras)
+        else:
+            check_no_extras(extras)
+            extras_leaves = []
+        rewards = self._layout.reward.flatten(next_timestep.reward)
+        discounts = self._layout.discount.flatten(next_timestep.discount)
         # Roll every environment's window; a FIRST slot's entry is never read
         # (its new episode fills the window before any item uses it).
-        self._rewards[:, :-1] = self._rewards[:, 1:]
-        self._rewards[:, -1] = next_timestep.reward
-        self._discounts[:, :-1] = self._discounts[:, 1:]
-        self._discounts[:, -1] = next_timestep.discount
-        returns, bootstrap = self._full_window_returns()
-        n = self._n
-        for i in range(self.num_envs):
-            observation = [leaf[i] for leaf in leaves]
+        for window, leaf in zip(self._rewards, rewards):
+            window[:, :-1] = window[:, 1:]
+            window[:, -1] = leaf
+        for window, leaf in zip(self._discounts, discounts):
+            window[:, :-1] = window[:, 1:]
+            window[:, -1] = leaf
+        # R and D [K, ...] of the items whose n rewards fill each environment's window.
+        returns, bootstraps = self._layout.leaf_returns(self._rewards, self._discounts,
+                                                        self._gamma, axis=1)
+        # Each environment's leaves of each field: one pass over each array, not K indexings.
+        rows = zip(zip(*leaves), zip(*action_leaves),
+                   zip(*extras_leaves) if extras_leaves else itertools.repeat(()),
+                   zip(*returns, *bootstraps))
+        n, lo = self._n, len(leaves)
+        hi = lo + len(action_leaves) + len(extras_leaves)  # Then the (R, D) columns.
+        for i, (observation, action, step_extras, step_returns) in enumerate(rows):
             if step_type[i] == _FIRST:
                 if self._starts[i]:  # Cut short by a reset: written as at a truncation.
                     self._finish_episode(i, window_end=self._n - 1)  # Skip the FIRST's entry.
@@ -130,36 +165,38 @@ class BatchedNStepTransitionAdder(BatchedAdder):
             if self._last_refs[i] is None:
                 raise ValueError(f"environment {i}: add called before add_first")
             starts = self._starts[i]
-            action = np.asarray(actions[i])
             completes = len(starts) + 1 == n
-            flat = [*observation, action, None, None]
-            if completes:
-                r, d = np.float32(returns[i]), np.float32(bootstrap[i])
-                flat[-2:] = r, d
-            refs = self._cpp.Append(flat)
-            starts.append((self._last_refs[i], refs[self._leaves], self._last_obs[i], action))
-            new_refs = refs[:self._leaves]
+            refs = self._cpp.Append([*observation, *action, *step_extras,
+                                     *(step_returns if completes else self._no_returns)])
+            starts.append((self._last_refs[i], refs[lo:hi], self._last_obs[i], action, step_extras))
+            new_refs = refs[:lo]
             self._last_refs[i], self._last_obs[i] = new_refs, observation
             if completes:
-                o_refs, a_ref, o_value, a_value = starts.popleft()
-                self._queue(o_refs, a_ref, refs[-2], refs[-1], new_refs,
-                            (o_value, a_value, r, d, observation))
+                self._queue(starts.popleft(), refs[hi:], new_refs, step_returns, observation)
             if step_type[i] == _LAST:
                 self._finish_episode(i)
         self._write_if_not_deferred()
 
-    def _full_window_returns(self) -> tuple[np.ndarray, np.ndarray]:
-        """R and D of an item whose n rewards fill each environment's window."""
-        factors = np.ones((self.num_envs, self._n))
-        if self._n > 1:
-            factors[:, 1:] = np.cumprod(self._discounts[:, :-1], axis=1)
-        returns = (factors * self._powers * self._rewards).sum(axis=1)
-        bootstrap = self._gamma ** self._n * np.prod(self._discounts, axis=1)
-        return returns, bootstrap
+    def _first_add(self, actions: Any, timestep: dm_env.TimeStep) -> None:
+        """Fixes the action, reward and discount fields and the columns from the first add."""
+        if isinstance(actions, list):
+            actions = np.asarray(actions)
+        self._action = Field("action", tree.map_structure(np.asarray, actions))
+        self._action.check_batch(self.num_envs)
+        layout = self._layout = RewardLayout(timestep.reward, timestep.discount,
+                                             batch_shape=(self.num_envs,))
+        shape = (self.num_envs, self._n)
+        self._rewards = [np.zeros(shape + s) for s in layout.reward_shapes]
+        self._discounts = [np.ones(shape + s) for s in layout.discount_shapes]
+        num_extras = 0 if self._extras is None else self._extras.num_leaves
+        self._no_returns = [None] * (2 * layout.reward.num_leaves)
+        self._none_tail = [None] * (self._action.num_leaves + num_extras) + self._no_returns
+        self._num_before_returns = (self._observation.num_leaves + self._action.num_leaves
+                                    + num_extras)
 
     def _start_episode(self, i: int, observation: list) -> None:
-        refs = self._cpp.Append([*observation, None, None, None])
-        self._last_refs[i], self._last_obs[i] = refs[:self._leaves], observation
+        refs = self._cpp.Append([*observation, *self._none_tail])
+        self._last_refs[i], self._last_obs[i] = refs[:len(observation)], observation
         self._starts[i].clear()
 
     def _finish_episode(self, i: int, window_end: int | None = None) -> None:
@@ -170,21 +207,33 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         """
         starts = self._starts[i]
         end = self._n if window_end is None else window_end
-        none = [None] * (self._leaves + 1)
+        layout = self._layout
+        none = [None] * self._num_before_returns
         while starts:
             m = len(starts)
-            r, d = nstep_return(self._rewards[i, end - m:end], self._discounts[i, end - m:end],
-                                self._gamma)
-            r, d = np.float32(r), np.float32(d)
-            refs = self._cpp.Append([*none, r, d])
-            o_refs, a_ref, o_value, a_value = starts.popleft()
-            self._queue(o_refs, a_ref, refs[-2], refs[-1], self._last_refs[i],
-                        (o_value, a_value, r, d, self._last_obs[i]))
+            if layout.scalar:  # As the per-environment adder computes it.
+                r, d = nstep_return(self._rewards[0][i, end - m:end],
+                                    self._discounts[0][i, end - m:end], self._gamma)
+                r, d = [np.float32(r)], [np.float32(d)]
+            else:
+                r, d = layout.leaf_returns([w[i, end - m:end] for w in self._rewards],
+                                           [w[i, end - m:end] for w in self._discounts],
+                                           self._gamma)
+            refs = self._cpp.Append([*none, *r, *d])
+            self._queue(starts.popleft(), refs[self._num_before_returns:], self._last_refs[i],
+                        r + d, self._last_obs[i])
 
-    def _queue(self, o_refs, a_ref, r_ref, d_ref, next_refs, values: tuple) -> None:
-        self._pending_columns.append([*([ref] for ref in o_refs), [a_ref], [r_ref], [d_ref],
-                                      *([ref] for ref in next_refs)])
-        self._pending_values.append(values)
+    def _queue(self, start: tuple, return_refs: list, next_refs: list, returns: list,
+               next_observation: list) -> None:
+        """Queues the item of `start` (refs and values) ending at o_{t+m} with (R, D)."""
+        o_refs, ae_refs, o_value, a_value, e_value = start
+        num_actions = len(a_value)
+        self._pending_columns.append([[ref] for ref in (*o_refs, *ae_refs[:num_actions],
+                                                        *return_refs, *next_refs,
+                                                        *ae_refs[num_actions:])])
+        half = len(returns) // 2
+        self._pending_values.append((o_value, a_value, returns[:half], returns[half:],
+                                     next_observation, e_value))
 
     # -- items ------------------------------------------------------------
 
@@ -192,13 +241,16 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         """The transitions waiting for a priority, stacked (oldest first); None if none."""
         if not self._pending_values:
             return None
-        o_t, a_t, r_t, d_t, o_tp = zip(*self._pending_values)
+        o_t, a_t, r_t, d_t, o_tp, e_t = ([np.stack(leaf) for leaf in zip(*field)]
+                                         for field in zip(*self._pending_values))
+        layout = self._layout
         return Transition(
-            observation=self._unflatten([np.stack(x) for x in zip(*o_t)]),
-            action=np.stack(a_t),
-            reward=np.asarray(r_t, np.float32),
-            discount=np.asarray(d_t, np.float32),
-            next_observation=self._unflatten([np.stack(x) for x in zip(*o_tp)]),
+            observation=self._observation.unflatten(o_t),
+            action=self._action.unflatten(a_t),
+            reward=layout.nest(r_t),
+            discount=layout.nest(d_t),
+            next_observation=self._observation.unflatten(o_tp),
+            extras=() if self._extras is None else self._extras.unflatten(e_t),
         )
 
     def write_pending(self, priorities: np.ndarray | None = None) -> None:
@@ -237,15 +289,3 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self.reset()
         self._cpp.Flush(0, -1)
         self._writer.close()
-
-    # -- structure --------------------------------------------------------
-
-    def _flatten(self, observation: Any) -> list:
-        if self._structure is None:
-            self._structure = tree.map_structure(lambda _: None, observation)
-            self._nested = tree.is_nested(observation)
-            self._leaves = len(tree.flatten(self._structure))
-        return tree.flatten(observation) if self._nested else [observation]
-
-    def _unflatten(self, leaves: list) -> Any:
-        return tree.unflatten_as(self._structure, leaves) if self._nested else leaves[0]

@@ -8,12 +8,16 @@ than `error_buffer` samples.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import reverb
 import tensorflow as tf
 import tree
 
 from agentkit.specs import EnvironmentSpec
 from agentkit.types import Transition
+from components.adders.nests import discount_leaves
 
 
 def make_rate_limiter(
@@ -53,15 +57,47 @@ def _spec_to_tensor_spec(spec) -> tf.TensorSpec:
     return tf.TensorSpec(shape=spec.shape, dtype=tf.as_dtype(spec.dtype))
 
 
-def transition_signature(spec: EnvironmentSpec) -> Transition:
-    """The signature of n-step transition items for an environment."""
+def nstep_return_signature(rewards: Any, discounts: Any) -> tuple[Any, Any]:
+    """The signatures of an n-step transition's R and D for reward and discount specs.
+
+    Scalar reward and discount: `TensorSpec((), float32)` each. Otherwise both
+    are nests of the reward's structure; R^i has the broadcast shape of reward
+    leaf i and its discount (the discount itself where it is one array, else
+    its leaf i), D^i the shape of that discount. Every leaf is float32, as the
+    adders write them.
+    """
+    reward_leaves = tree.flatten(rewards)
+    returns, bootstraps = [], []
+    for reward, discount in zip(reward_leaves, discount_leaves(rewards, discounts)):
+        try:
+            shape = np.broadcast_shapes(tuple(reward.shape), tuple(discount.shape))
+        except ValueError as error:
+            raise ValueError(f"reward and discount specs do not broadcast: {error}") from None
+        returns.append(tf.TensorSpec(shape, tf.float32))
+        bootstraps.append(tf.TensorSpec(tuple(discount.shape), tf.float32))
+    if not tree.is_nested(rewards):
+        return returns[0], bootstraps[0]
+    return tree.unflatten_as(rewards, returns), tree.unflatten_as(rewards, bootstraps)
+
+
+def transition_signature(spec: EnvironmentSpec, extras_spec: Any = None) -> Transition:
+    """The signature of n-step transition items for an environment.
+
+    Nested observations keep their structure; rewards and discounts give R and
+    D as `nstep_return_signature` says. With `extras_spec` (per environment,
+    as the adder's) items carry `extras`; without it `extras=()`, a nest with
+    no leaves, so items keep their five columns.
+    """
     observation = tree.map_structure(_spec_to_tensor_spec, spec.observations)
+    reward, discount = nstep_return_signature(spec.rewards, spec.discounts)
+    extras = () if extras_spec is None else tree.map_structure(_spec_to_tensor_spec, extras_spec)
     return Transition(
         observation=observation,
-        action=_spec_to_tensor_spec(spec.actions),
-        reward=tf.TensorSpec((), tf.float32),
-        discount=tf.TensorSpec((), tf.float32),
+        action=tree.map_structure(_spec_to_tensor_spec, spec.actions),
+        reward=reward,
+        discount=discount,
         next_observation=observation,
+        extras=extras,
     )
 
 

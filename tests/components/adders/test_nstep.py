@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import reverb
 import tensorflow as tf
+import tree
 
 from agentkit.types import Transition
 from components.adders import NStepTransitionAdder, nstep_return
@@ -79,7 +80,9 @@ def _read_all(server, client, table="queue"):
     # 0.1 s instead of 3-5 s of other workers waiting on it.
     items = []
     for sample in dataset.take(size):
-        items.append((tuple(float(x) for x in sample.data), float(sample.info.priority)))
+        # The leaves in column order: (o_t, a_t, R, D, o_{t+m}); extras=() has none.
+        items.append((tuple(float(x) for x in tree.flatten(sample.data)),
+                      float(sample.info.priority)))
     return items
 
 
