@@ -100,7 +100,8 @@ def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> fl
     DQN's batched actors write them; returns steps/s."""
     num_envs = 16
     env = make_vector_environment(GAME, list(range(num_envs)))
-    adder = builder.make_batched_adder(replay_client=client, spec=None, num_envs=num_envs)
+    spec = make_environment_spec(make_environment(GAME, seed=0))
+    adder = builder.make_batched_adder(replay_client=client, spec=spec, num_envs=num_envs)
     rng = np.random.default_rng(0)
     adder.add_first(env.reset())
     written, start = 0, time.perf_counter()
@@ -242,6 +243,7 @@ def main(argv=None) -> int:
         address = f"localhost:{port}"
         client = reverb.Client(address)
         dqn, r2d2 = builders()
+        spec = make_environment_spec(make_environment(GAME, seed=0))
         table = dqn.table_name
         report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "game": GAME}
 
@@ -266,14 +268,15 @@ def main(argv=None) -> int:
         frames = record_frames(2_000)
         feeder = StreamFeeder(frames)
         rates = {}
-        adder = dqn.make_adder(replay_client=client)
+        adder = dqn.make_adder(replay_client=client, spec=spec)
         rates["nstep_adder_steps_per_s"] = timed(args.window_s, lambda: adder_episode(feeder, adder))
         adder.close()
         num_envs = 16
         feeders = [StreamFeeder(frames) for _ in range(num_envs)]
         for i, f in enumerate(feeders):
             f._cursor = 97 * i  # Different frames in each slot.
-        batched_adder = dqn.make_batched_adder(replay_client=client, spec=None, num_envs=num_envs)
+        batched_adder = dqn.make_batched_adder(replay_client=client, spec=spec,
+                                                  num_envs=num_envs)
         rates["batched_nstep_adder_steps_per_s"] = timed(
             args.window_s, lambda: batched_adder_episode(feeders, batched_adder))
         batched_adder.close()
@@ -283,7 +286,7 @@ def main(argv=None) -> int:
         writer.close()
         c = r2d2.config
         state = (np.zeros(c.lstm_size, np.float32), np.zeros(c.lstm_size, np.float32))
-        seq_adder = r2d2.make_adder(replay_client=client)
+        seq_adder = r2d2.make_adder(replay_client=client, spec=spec)
         rates["sequence_adder_steps_per_s"] = timed(
             args.window_s, lambda: adder_episode(feeder, seq_adder, {"core_state": state}))
         seq_adder.close()

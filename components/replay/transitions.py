@@ -11,6 +11,7 @@ and `n_step`, `discount`, `max_in_flight_items`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import reverb
 
@@ -26,8 +27,10 @@ class NStepTransitionReplay(ActorLearnerBuilder):
     for n-step transitions.
 
     Hooks: `_defer_items` (the actor computes the items' priorities itself,
-    as DQN's Ape-X actors do) and `_items_per_batch` (transitions per learner
-    call).
+    as DQN's Ape-X actors do), `_items_per_batch` (transitions per learner
+    call) and `extras_spec` (what each item stores beside the transition,
+    e.g. a behaviour policy's logits: then the actor passes them to its
+    adders; None stores nothing).
     """
 
     table_name = "priority_table"
@@ -40,10 +43,15 @@ class NStepTransitionReplay(ActorLearnerBuilder):
     def _items_per_batch(self) -> int:
         return self.config.batch_size
 
+    def extras_spec(self, spec: EnvironmentSpec) -> Any:
+        del spec
+        return None
+
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         c = self.config
         limiter = make_rate_limiter(c.samples_per_insert, c.min_replay_size)
-        return [make_replay_table(self.table_name, transition_signature(spec), c.max_replay_size,
+        signature = transition_signature(spec, self.extras_spec(spec))
+        return [make_replay_table(self.table_name, signature, c.max_replay_size,
                                   limiter, prioritized=c.prioritized,
                                   priority_exponent=c.priority_exponent)]
 
@@ -55,21 +63,20 @@ class NStepTransitionReplay(ActorLearnerBuilder):
                                    self.config.prefetch_size, should_stop)
 
     def make_adder(self, *, replay_client: reverb.Client,
-                   spec: EnvironmentSpec | None = None) -> NStepTransitionAdder:
-        del spec  # Transitions need nothing beyond the table's signature.
+                   spec: EnvironmentSpec) -> NStepTransitionAdder:
         c = self.config
         return NStepTransitionAdder(replay_client, self.table_name, n_step=c.n_step,
                                     discount=c.discount,
                                     max_in_flight_items=c.max_in_flight_items,
-                                    defer_items=self._defer_items)
+                                    defer_items=self._defer_items,
+                                    extras_spec=self.extras_spec(spec))
 
-    def make_batched_adder(self, *, replay_client: reverb.Client,
-                           spec: EnvironmentSpec | None = None,
-                           num_envs: int = 1) -> BatchedNStepTransitionAdder:
+    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                           num_envs: int) -> BatchedNStepTransitionAdder:
         """The same items for K lock-stepped environments, at a fraction of the Python cost."""
-        del spec
         c = self.config
         return BatchedNStepTransitionAdder(replay_client, self.table_name, num_envs,
                                            n_step=c.n_step, discount=c.discount,
                                            max_in_flight_items=c.max_in_flight_items,
-                                           defer_items=self._defer_items)
+                                           defer_items=self._defer_items,
+                                           extras_spec=self.extras_spec(spec))

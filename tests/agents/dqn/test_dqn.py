@@ -43,7 +43,7 @@ def _setup(reverb_server_factory, **overrides):
     server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     address = f"localhost:{server.port}"
     networks = builder.make_networks(spec=spec)
-    adders = [builder.make_adder(replay_client=client) for _ in range(2)]
+    adders = [builder.make_adder(replay_client=client, spec=spec) for _ in range(2)]
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
                                networks=networks, adders=adders, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
@@ -302,7 +302,7 @@ def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
     policy = builder.make_policy(networks=networks, spec=spec)
     adders = (builder.make_batched_adder(replay_client=client, spec=spec,
                                          num_envs=len(envs)) if batched_adder
-              else [builder.make_adder(replay_client=client) for _ in envs])
+              else [builder.make_adder(replay_client=client, spec=spec) for _ in envs])
     actor = builder.make_actor(policy=policy, networks=networks, adders=adders, variable_source=None)
     calls = []
     compiled = policy._policy
