@@ -21,11 +21,12 @@ def test_shapes_probabilities_and_means_match_the_formula():
     logits = head(features).numpy()
     assert logits.shape == (4, 3, 5)
     expected = _dense(head._advantage, features).reshape(4, 3, 5)
-    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
     probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-6)
     q = head.q_values(tf.constant(logits)).numpy()
-    np.testing.assert_allclose(q, (probabilities * np.linspace(-2, 2, 5)).sum(-1), rtol=1e-5)
+    np.testing.assert_allclose(q, (probabilities * np.linspace(-2, 2, 5)).sum(-1), rtol=1e-5,
+                               atol=1e-5)
     assert q.shape == (4, 3) and np.all(q >= -2.0) and np.all(q <= 2.0)
 
 
