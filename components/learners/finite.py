@@ -13,7 +13,14 @@ class NonFiniteLossError(FloatingPointError):
 
 
 def all_finite(tensors) -> tf.Tensor:
-    """True when every element of every tensor is finite (for use inside tf.function)."""
+    """True when every element of every tensor is finite (for use inside tf.function).
+
+    Scalars (a step's loss terms and norms) are checked in one stacked op.
+    """
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+    if all(t.shape.rank == 0 for t in tensors):
+        return tf.reduce_all(tf.math.is_finite(tf.stack([tf.cast(t, tf.float32)
+                                                          for t in tensors])))
     return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors])
 
 

@@ -99,8 +99,10 @@ class SGDLearner(VariablesSaveable, core.Learner):
         self._iterator = io.iterator
         self._groups = list(groups)
         self._loss_terms = list(dict.fromkeys(g.loss for g in self._groups))
-        self._checked_terms = self._finite_terms or (
-            tuple(self._loss_terms) + tuple(_norm_name(t) for t in self._loss_terms))
+        defaults = tuple(self._loss_terms) + tuple(_norm_name(t) for t in self._loss_terms)
+        self._checked_terms = self._finite_terms or defaults
+        # Checked for finiteness: the named terms, then every loss term and norm, once each.
+        self._guarded_terms = tuple(dict.fromkeys(self._checked_terms + defaults))
         self._max_gradient_norm = float(max_gradient_norm)
         self._targets = targets
         self._batches_per_call = int(io.batches_per_call)
@@ -201,8 +203,7 @@ class SGDLearner(VariablesSaveable, core.Learner):
         metrics = {name: value for name, value in outputs.items()
                    if name != "priorities" and value.shape.rank == 0}
         metrics.update(norms)
-        finite = all_finite([metrics[name] for name in self._checked_terms]
-                            + [outputs[t] for t in self._loss_terms] + list(norms.values()))
+        finite = all_finite([metrics[name] for name in self._guarded_terms])
         if finite:  # A non-finite batch changes nothing: weights, steps, priorities.
             for i, group in enumerate(self._groups):
                 group.optimizer.apply(gradients[i], group.variables)
