@@ -26,9 +26,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from components.learners import (
-    FusedAdam,
     LearnerIO,
-    LinearDecay,
     OptimizerGroup,
     SGDLearner,
     TargetUpdate,
@@ -59,15 +57,13 @@ class D4PGLearner(SGDLearner):
         self._target_policy = target_policy
         self._target_critic = target_critic
         self._beta = float(importance_sampling_exponent)
-        critic_schedule = LinearDecay(critic_learning_rate)
-        policy_schedule = LinearDecay(policy_learning_rate)
         super().__init__(
             io=io,
             groups=[
-                OptimizerGroup("critic_optimizer", "critic_loss", critic.trainable_variables,
-                               FusedAdam(critic_schedule.rate), critic_schedule),
-                OptimizerGroup("policy_optimizer", "policy_loss", policy.trainable_variables,
-                               FusedAdam(policy_schedule.rate), policy_schedule),
+                OptimizerGroup.adam(critic.trainable_variables, critic_learning_rate,
+                                    name="critic_optimizer", loss="critic_loss"),
+                OptimizerGroup.adam(policy.trainable_variables, policy_learning_rate,
+                                    name="policy_optimizer", loss="policy_loss"),
             ],
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_policy, policy), (target_critic, critic)],

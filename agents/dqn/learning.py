@@ -41,9 +41,7 @@ import sonnet as snt
 import tensorflow as tf
 
 from components.learners import (
-    FusedAdam,
     LearnerIO,
-    LinearDecay,
     OptimizerGroup,
     SGDLearner,
     TargetUpdate,
@@ -83,12 +81,12 @@ class DQNLearner(SGDLearner):
         self._delta = huber_loss_parameter
         self._beta = importance_sampling_exponent
         self._double_q = double_q
-        schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        self._optimizer = FusedAdam(schedule.rate, epsilon=adam_epsilon)
+        group = OptimizerGroup.adam(network.trainable_variables, learning_rate,
+                                    learning_rate_final, learning_rate_decay_steps, adam_epsilon)
+        self._optimizer = group.optimizer
         super().__init__(
             io=io,
-            groups=[OptimizerGroup("optimizer", "loss", network.trainable_variables,
-                                   self._optimizer, schedule)],
+            groups=[group],
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_network, network)], target_update_period,
                                  target_update_tau),

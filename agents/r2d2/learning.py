@@ -31,9 +31,7 @@ import tensorflow as tf
 import tree
 
 from components.learners import (
-    FusedAdam,
     LearnerIO,
-    LinearDecay,
     OptimizerGroup,
     SGDLearner,
     TargetUpdate,
@@ -124,12 +122,12 @@ class R2D2Learner(SGDLearner):
         self._eps = float(value_rescaling_eps)
         self._beta = float(importance_sampling_exponent)
         self._eta = float(max_priority_weight)
-        schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
-        self._optimizer = FusedAdam(schedule.rate, epsilon=adam_epsilon)
+        group = OptimizerGroup.adam(network.trainable_variables, learning_rate,
+                                    learning_rate_final, learning_rate_decay_steps, adam_epsilon)
+        self._optimizer = group.optimizer
         super().__init__(
             io=io,
-            groups=[OptimizerGroup("optimizer", "loss", network.trainable_variables,
-                                   self._optimizer, schedule)],
+            groups=[group],
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_network, network)], target_update_period),
         )

@@ -33,6 +33,7 @@ import tensorflow as tf
 from agentkit import core
 from components.learners.finite import all_finite, check_finite
 from components.learners.learner_io import LearnerIO
+from components.learners.optimizers import FusedAdam
 from components.learners.priority_writer import PriorityWriter
 from components.learners.saveable import VariablesSaveable
 from components.learners.schedules import LinearDecay
@@ -59,6 +60,14 @@ class OptimizerGroup:
     def __post_init__(self):
         self.variables = list(self.variables)
         self.optimizer._initialize(self.variables)  # Slots now: restorable before a step.
+
+    @classmethod
+    def adam(cls, variables: Sequence[tf.Variable], learning_rate: float,
+             learning_rate_final: float | None = None, decay_steps: int = 0,
+             epsilon: float = 1e-8, name: str = "optimizer", loss: str = "loss") -> OptimizerGroup:
+        """The usual group: FusedAdam on `loss` at a linearly decaying rate."""
+        schedule = LinearDecay(learning_rate, learning_rate_final, decay_steps)
+        return cls(name, loss, variables, FusedAdam(schedule.rate, epsilon=epsilon), schedule)
 
 
 def _norm_name(loss_term: str) -> str:

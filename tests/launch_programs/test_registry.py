@@ -16,6 +16,7 @@ import pytest
 
 from launch_programs import registry, run
 from launch_programs.flag_help import field_comments, flag_help
+from tests.launch_programs.help_text import help_entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = "extagents_test"  # Not a name anything else imports: the fixture owns it.
@@ -262,35 +263,23 @@ def test_a_broken_entry_point_says_where_it_came_from(external, monkeypatch, cap
         f"(--agent=broken: entry point in group agentkit.agents)\n")
 
 
-def _help_entry(text: str, flag: str) -> str:
-    """The help of `flag` (its line and continuation lines), whitespace collapsed."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith(flag + " "))
-    entry = [lines[start]]
-    for line in lines[start + 1:]:
-        if not line.startswith(" " * 6) or line.strip().startswith("-"):
-            break
-        entry.append(line)
-    return " ".join(" ".join(entry).split())
-
-
 def test_help_of_an_external_agent_shows_its_comments_and_defaults(external, capsys):
     assert run.main([f"--agent={PACKAGE}.agents:TinyBuilder", "--help"]) == 0
     out = capsys.readouterr().out
     assert f"{PACKAGE}.agents:TinyBuilder flags (TinyConfig):" in out
-    assert _help_entry(out, "--width") == "--width INT Units of the only layer. (default: 7)"
-    assert _help_entry(out, "--period") == ("--period INT Steps between two looks at the weights, "
+    assert help_entry(out, "--width") == "--width INT Units of the only layer. (default: 7)"
+    assert help_entry(out, "--period") == ("--period INT Steps between two looks at the weights, "
                                             "written as a block above the field. (default: 3)")
-    assert _help_entry(out, "--greedy") == (
+    assert help_entry(out, "--greedy") == (
         "--greedy [BOOL] Never explore (50% of the time: %s is not a format). (default: false)")
-    assert _help_entry(out, "--sizes") == "--sizes INTS Layers. (default: 4,2)"
+    assert help_entry(out, "--sizes") == "--sizes INTS Layers. (default: 4,2)"
 
 
 def test_a_config_built_at_run_time_has_flags_without_help_text(external, capsys, tmp_path):
     builder = external.DynamicBuilder
     assert field_comments(builder.config_class) == {}
     assert run.main([f"--agent={PACKAGE}.agents:DynamicBuilder", "--help"]) == 0
-    assert _help_entry(capsys.readouterr().out, "--depth") == "--depth INT (default: 5)"
+    assert help_entry(capsys.readouterr().out, "--depth") == "--depth INT (default: 5)"
     spec = run.parse([f"--agent={PACKAGE}.agents:DynamicBuilder", "--depth=2"])
     assert spec.agent_config.depth == 2
 
@@ -299,7 +288,7 @@ def test_a_field_without_default_is_a_required_flag(external, capsys):
     agent = f"--agent={PACKAGE}.agents:RequiredBuilder"
     assert run.main([agent, "--help"]) == 0
     out = capsys.readouterr().out
-    assert _help_entry(out, "--label") == "--label VALUE What to call the run. (required)"
+    assert help_entry(out, "--label") == "--label VALUE What to call the run. (required)"
     assert run.main([agent]) == 2
     assert capsys.readouterr().err == "error: the following arguments are required: --label\n"
     assert run.parse([agent, "--label=x"]).agent_config == external.RequiredConfig(label="x", size=2)

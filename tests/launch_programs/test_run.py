@@ -12,6 +12,7 @@ import time
 import pytest
 
 from launch_programs import run
+from tests.launch_programs.help_text import help_entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -45,30 +46,18 @@ def test_help_lists_agent_flags(capsys):
     assert "--samples_per_insert" in out and "--num_envs_per_actor" in out
 
 
-def _help_entry(text: str, flag: str) -> str:
-    """The help of `flag` (its line and continuation lines), whitespace collapsed."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith(flag + " "))
-    entry = [lines[start]]
-    for line in lines[start + 1:]:
-        if not line.startswith(" " * 6) or line.strip().startswith("-"):
-            break
-        entry.append(line)
-    return " ".join(" ".join(entry).split())
-
-
 def test_help_shows_each_flag_with_its_comment_and_default(capsys):
     assert run.main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert _help_entry(out, "--batch_size") == (
+    assert help_entry(out, "--batch_size") == (
         "--batch_size INT Transitions per learner step. (default: 128)")
     # A comment on the lines above the field is its help too.
-    assert _help_entry(out, "--num_sgd_steps_per_step").startswith(
+    assert help_entry(out, "--num_sgd_steps_per_step").startswith(
         "--num_sgd_steps_per_step INT SGD steps per learner call, on batches sampled together")
-    assert _help_entry(out, "--hidden_sizes") == (
+    assert help_entry(out, "--hidden_sizes") == (
         "--hidden_sizes INTS MLP torso layers. (default: 256,256)")
-    assert _help_entry(out, "--num_actors") == "--num_actors INT Actor nodes. (default: 2)"
-    assert _help_entry(out, "--max_restarts").endswith("(default: 3)")
+    assert help_entry(out, "--num_actors") == "--num_actors INT Actor nodes. (default: 2)"
+    assert help_entry(out, "--max_restarts").endswith("(default: 3)")
     headings = ["run flags:", "program flags (nodes, budget, evaluation, checkpoints):",
                 "ray flags (with --launch=ray):", "dqn flags (DQNConfig):"]
     positions = [out.index(heading) for heading in headings]
@@ -81,9 +70,9 @@ def test_help_defaults_follow_the_environment_preset(capsys):
     assert run.main(["--agent=dqn", "--env=atari:Pong", "--help"]) == 0
     out = capsys.readouterr().out
     assert "dqn flags (DQNConfig, atari:Pong preset applied):" in out
-    assert _help_entry(out, "--batch_size") == (
+    assert help_entry(out, "--batch_size") == (
         "--batch_size INT Transitions per learner step. (default: 32)")
-    assert _help_entry(out, "--torso").endswith("(default: atari)")
+    assert help_entry(out, "--torso").endswith("(default: atari)")
 
 
 CTRL_C_FLAGS = ["--env=gym:CartPole-v1", "--print_every_s=1", "--min_replay_size=200",
