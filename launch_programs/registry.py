@@ -22,7 +22,6 @@ import dataclasses
 import importlib
 import importlib.metadata
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from agentkit.builders import ActorLearnerBuilder
@@ -38,18 +37,6 @@ ENTRY_POINT_GROUP = "agentkit.agents"
 
 class AgentError(ValueError):
     """`--agent` names nothing that can run (the message is one line naming the flag)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class AgentEntry:
-    config_class: type
-    builder_class: type[ActorLearnerBuilder]
-    # Picks config values for an environment name (e.g. Atari settings).
-    preset: Callable[[str], dict[str, Any]]
-
-    @classmethod
-    def from_builder(cls, builder_class: type[ActorLearnerBuilder]) -> AgentEntry:
-        return cls(builder_class.config_class, builder_class, builder_class.preset)
 
 
 def entry_point_agents() -> dict[str, str]:
@@ -153,11 +140,15 @@ def resolve(name: str) -> str:
                      f"or package.module:Factory for an agent outside this repository")
 
 
-def get_agent(name: str) -> AgentEntry:
-    """The agent `--agent=name` names, checked: every failure is one AgentError line."""
+def get_agent(name: str) -> type[ActorLearnerBuilder]:
+    """The builder class `--agent=name` names, checked: every failure is one AgentError line.
+
+    The class is the whole agent: its `config_class` (the flags), its `preset(env)`
+    and, once constructed with a config, every part of it.
+    """
     target = resolve(name)
     try:
-        return AgentEntry.from_builder(_check(_as_builder_class(_load(target), target), target))
+        return _check(_as_builder_class(_load(target), target), target)
     except AgentError as e:
         if target == name:
             raise

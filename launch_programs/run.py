@@ -129,16 +129,17 @@ def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: d
         group.add_argument(f"--{field.name}", **options)
 
 
-def _add_agent_flags(parser: argparse.ArgumentParser, agent: str, env: str, entry: Any) -> None:
+def _add_agent_flags(parser: argparse.ArgumentParser, agent: str, env: str,
+                     builder_class: type) -> None:
     """The agent's config flags, with the environment's preset as their defaults."""
-    preset = entry.preset(env)
-    title = f"{agent} flags ({entry.config_class.__name__}"
+    preset = builder_class.preset(env)
+    title = f"{agent} flags ({builder_class.config_class.__name__}"
     title += f", {env} preset applied)" if preset else ")"
     try:
-        _add_dataclass_flags(parser, entry.config_class, preset, title)
+        _add_dataclass_flags(parser, builder_class.config_class, preset, title)
     except argparse.ArgumentError as e:  # A field named like a run or program flag.
         name = (e.argument_name or "").lstrip("-")
-        raise UsageError(f"--agent: {entry.config_class.__name__}.{name} clashes with the run, "
+        raise UsageError(f"--agent: {builder_class.config_class.__name__}.{name} clashes with the run, "
                          f"program or ray flag --{name}; rename the field") from None
 
 
@@ -158,7 +159,7 @@ class RunSpec:
     fresh: bool
     agent_config: Any
     program_config: Any
-    entry: Any
+    builder_class: Any  # The agent: an ActorLearnerBuilder subclass.
     ray_config: Any = None
     observation_indices: tuple[int, ...] = ()
 
@@ -173,14 +174,14 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     base = _base_parser()
     known, _ = base.parse_known_args(argv)
     try:  # Before any flag of the agent's is read: they depend on which agent it is.
-        entry = get_agent(known.agent)
+        builder_class = get_agent(known.agent)
     except AgentError as e:
         raise UsageError(str(e)) from None
     parser = _base_parser()
     _add_dataclass_flags(parser, ProgramConfig, {}, "program flags (nodes, budget, evaluation, "
                                                     "checkpoints)")
     _add_dataclass_flags(parser, RayConfig, {}, "ray flags (with --launch=ray)")
-    _add_agent_flags(parser, known.agent, known.env, entry)
+    _add_agent_flags(parser, known.agent, known.env, builder_class)
     if known.help:
         parser.print_help()
         return None
@@ -194,7 +195,7 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
 
     try:
         program_config = build(ProgramConfig)
-        agent_config = build(entry.config_class)
+        agent_config = build(builder_class.config_class)
         ray_config = build(RayConfig)
     except ConfigError as e:
         raise UsageError(str(e)) from None
@@ -202,7 +203,7 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     # Absolute: node processes need not share this process's working directory.
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
-                   program_config, entry, ray_config, tuple(args.observation_indices))
+                   program_config, builder_class, ray_config, tuple(args.observation_indices))
 
 
 def _environment_factory(name: str, seed: int, evaluation: bool,
@@ -247,7 +248,7 @@ def prepare(run: RunSpec):
         raise UsageError(str(e)) from None
     spec = make_environment_spec(environment)
     environment.close()
-    builder = run.entry.builder_class(run.agent_config)
+    builder = run.builder_class(run.agent_config)
     try:
         builder.make_networks(spec=spec)
     except (ConfigError, ValueError) as e:

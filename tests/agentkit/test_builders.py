@@ -19,10 +19,10 @@ from tests import fakes
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_every_agent_is_a_builder_with_a_dataclass_config(name):
-    entry = get_agent(name)
-    assert issubclass(entry.builder_class, ActorLearnerBuilder)
-    assert dataclasses.is_dataclass(entry.builder_class.config_class)
-    assert entry.config_class is entry.builder_class.config_class
+    builder_class = get_agent(name)
+    assert issubclass(builder_class, ActorLearnerBuilder)
+    assert dataclasses.is_dataclass(builder_class.config_class)
+    assert builder_class.__name__ == AGENTS[name].split(":")[1]  # The class the name maps to.
 
 
 def test_a_builder_missing_a_method_cannot_be_made():

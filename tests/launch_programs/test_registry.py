@@ -146,14 +146,14 @@ def _fake_entry_points(monkeypatch, **names: str) -> None:
 
 def test_module_form_with_a_builder_class(external):
     entry = registry.get_agent(f"{PACKAGE}.agents:TinyBuilder")
-    assert entry.builder_class is external.TinyBuilder
+    assert entry is external.TinyBuilder
     assert entry.config_class is external.TinyConfig
     assert entry.preset("atari:Pong") == {}
 
 
 def test_module_form_with_a_factory_function(external):
     entry = registry.get_agent(f"{PACKAGE}.agents:make_builder")
-    assert entry.builder_class is external.TinyBuilder
+    assert entry is external.TinyBuilder
 
 
 def test_parse_turns_the_external_config_into_flags(external, tmp_path):
@@ -234,8 +234,8 @@ def test_registry_errors_are_value_errors_naming_the_flag(external):
 def test_an_entry_point_is_found_by_name(external, monkeypatch):
     _fake_entry_points(monkeypatch, tiny=f"{PACKAGE}.agents:TinyBuilder",
                        factory=f"{PACKAGE}.agents:make_builder")
-    assert registry.get_agent("tiny").builder_class is external.TinyBuilder
-    assert registry.get_agent("factory").builder_class is external.TinyBuilder
+    assert registry.get_agent("tiny") is external.TinyBuilder
+    assert registry.get_agent("factory") is external.TinyBuilder
     spec = run.parse(["--agent=tiny", "--period=5"])
     assert spec.agent_config == external.TinyConfig(period=5)
     assert spec.agent == "tiny"
@@ -243,7 +243,7 @@ def test_an_entry_point_is_found_by_name(external, monkeypatch):
 
 def test_a_builtin_name_wins_over_an_entry_point(external, monkeypatch):
     _fake_entry_points(monkeypatch, dqn=f"{PACKAGE}.agents:TinyBuilder")
-    assert registry.get_agent("dqn").builder_class.__name__ == "DQNBuilder"
+    assert registry.get_agent("dqn").__name__ == "DQNBuilder"
 
 
 def test_unknown_name_lists_builtins_then_entry_points(external, monkeypatch):
@@ -348,5 +348,5 @@ def test_the_example_readme_command_names_a_real_agent(example):
     assert ("PYTHONPATH=examples/external_agent .venv/bin/python -m launch_programs.run "
             "--agent=my_agents.greedy_dqn:GreedyDQNBuilder --env=gym:CartPole-v1") in command
     entry = registry.get_agent("my_agents.greedy_dqn:make_builder")
-    assert entry.builder_class.__name__ == "GreedyDQNBuilder"
+    assert entry.__name__ == "GreedyDQNBuilder"
     assert {f.name for f in dataclasses.fields(entry.config_class)} >= {"epsilon", "batch_size"}
