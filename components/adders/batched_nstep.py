@@ -141,11 +141,8 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         discounts = self._layout.discount.flatten(next_timestep.discount)
         # Roll every environment's window; a FIRST slot's entry is never read
         # (its new episode fills the window before any item uses it).
-        for window, leaf in zip(self._rewards, rewards):
-            window[:, :-1] = window[:, 1:]
-            window[:, -1] = leaf
-        for window, leaf in zip(self._discounts, discounts):
-            window[:, :-1] = window[:, 1:]
+        for window, leaf in zip(self._rewards + self._discounts, rewards + discounts):
+            window[:, :-1] = window[:, 1:]  # Shift out the oldest, append the newest.
             window[:, -1] = leaf
         # R and D [K, ...] of the items whose n rewards fill each environment's window.
         returns, bootstraps = self._layout.leaf_returns(self._rewards, self._discounts,
