@@ -167,7 +167,6 @@ class SGDLearner(VariablesSaveable, core.Learner):
         averaged = [name for name, v in first.items()
                     if v.dtype.is_floating and name != "learning_rate"]
         sums = {name: first[name] for name in averaged}
-        all_finite_steps = finite
         written = tf.TensorArray(tf.float32, size=k) if priorities is not None else None
         kept = tf.TensorArray(tf.bool, size=k)
         if written is not None:
@@ -178,16 +177,15 @@ class SGDLearner(VariablesSaveable, core.Learner):
             metrics, priorities_i, finite_i = self._sgd_step(
                 tf.nest.map_structure(lambda x, i=i: x[i], slices))
             sums = {name: sums[name] + metrics[name] for name in averaged}
-            all_finite_steps = tf.logical_and(all_finite_steps, finite_i)
             if written is not None:
                 written = written.write(i, tf.cast(priorities_i, tf.float32))
             kept = kept.write(i, tf.fill(slice_size, finite_i))
+        mask = kept.concat()  # Per item: whether its slice's step was applied.
         if written is not None:
-            mask = kept.concat()
             self._write_priorities(tf.boolean_mask(sample.info.key, mask),
                                    tf.boolean_mask(written.concat(), mask))
         means = {name: value / float(k) for name, value in sums.items()}
-        means["finite"] = all_finite_steps
+        means["finite"] = tf.reduce_all(mask)
         means["learning_rate"] = tf.identity(self._groups[0].schedule.rate)
         return means
 
