@@ -17,6 +17,7 @@ from agentkit.builders import ActorLearnerBuilder
 from agentkit.specs import EnvironmentSpec
 from components.replay import pick_free_port
 from launch_programs import nodes
+from launch_programs.counter_node import CounterNode
 from launch_programs.program import Program
 from launch_programs.program_config import ProgramConfig
 
@@ -41,7 +42,10 @@ def make_agent_program(
     builder's networks fit it). `batched_environment_factory(seeds,
     evaluation)`, if given, makes each actor's groups of environments at once
     (ale-py's vector environment). `initial_counts` resumes the counter (a
-    resumed run continues its step budget and counts from there).
+    resumed run continues its step budget and counts from there); with a
+    `logdir` the counter also checkpoints itself there. `start_time` is
+    time.time() at the start of the run's first life: the CSVs' wall_time_s
+    and the saved wall time count from it.
     """
     if not isinstance(builder, ActorLearnerBuilder):
         raise TypeError(f"make_agent_program needs an agentkit.builders.ActorLearnerBuilder, "
@@ -59,8 +63,8 @@ def make_agent_program(
     replay = program.add_node(
         "replay", "replay", nodes.make_replay, builder=builder, spec=spec, port=port,
         checkpoint_dir=replay_checkpoints, checkpoint_every_s=config.checkpoint_every_s)
-    counter = program.add_node("counter", "counter", nodes.make_counter,
-                               initial=initial_counts)
+    counter = program.add_node("counter", "counter", CounterNode, initial=initial_counts,
+                               logdir=logdir, start_time=run.start_time)
     learner = program.add_node(
         "learner", "learner", nodes.LearnerNode, builder=builder, spec=spec, replay=replay,
         counter=counter, run=run, checkpoint_every_s=config.checkpoint_every_s)

@@ -81,12 +81,6 @@ def make_replay(*, builder: ActorLearnerBuilder, spec: EnvironmentSpec, port: in
                         checkpoint_dir=checkpoint_dir, checkpoint_every_s=checkpoint_every_s)
 
 
-def make_counter(*, initial: dict | None = None) -> Counter:
-    counts = {"actor_steps": 0, "learner_steps": 0}
-    counts.update(initial or {})
-    return Counter(initial=counts)
-
-
 class LearnerNode:
     """Steps the learner until stopped; serves its variables; checkpoints it."""
 

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -84,6 +85,55 @@ class RayConfig:
         """A node of a kind the table does not list (replay, counter, evaluator, any new
         one) reserves nothing: it runs wherever Ray has room."""
         return self.node_resources().get(kind, NodeResources())
+
+
+class RayAddressError(ValueError):
+    """No Ray cluster answers at --ray_address (one line naming it)."""
+
+
+def check_ray_address(address: str, timeout_s: float = 5.0) -> str:
+    """The host:port that `address` names, once something accepts a connection there.
+
+    Ray itself would retry an unreachable address for many minutes; this
+    answers within `timeout_s`, and `auto` without a cluster in one line.
+    """
+    from ray._private import services
+
+    try:
+        resolved = services.canonicalize_bootstrap_address_or_die(address)
+    except (ConnectionError, ValueError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RayAddressError(f"--ray_address={address}: {reason}") from None
+    host, _, port = resolved.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as conn:
+            reason = None if _speaks_grpc(conn) else "it answers, but not as a gRPC server"
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
+    if reason is not None:
+        where = resolved if resolved == address else f"{resolved}, as Ray resolves it"
+        raise RayAddressError(
+            f"--ray_address={address}: no Ray cluster answers ({where}: {reason}); start one "
+            f"with `ray start --head`, or leave the flag out for a local Ray")
+    return resolved
+
+
+# Ray's connect timeouts when joining a cluster (its defaults retry for minutes).
+CONNECT_TIMEOUTS = {"RAY_py_gcs_connect_timeout_s": "10", "RAY_gcs_rpc_server_connect_timeout_s": "5"}
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _speaks_grpc(conn: socket.socket) -> bool:
+    """Whether the peer answers an HTTP/2 preface with a SETTINGS frame, as Ray's GCS
+    (a gRPC server) does; anything else would keep ray.init waiting on it."""
+    conn.sendall(_HTTP2_PREFACE)
+    header = b""
+    while len(header) < 9:
+        chunk = conn.recv(9 - len(header))
+        if not chunk:
+            return False
+        header += chunk
+    return header[3] == 4  # The frame type byte: SETTINGS.
 
 
 class RemoteNode:
@@ -234,7 +284,10 @@ class RayLauncher:
         in_main_thread = threading.current_thread() is threading.main_thread()
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         held: list[int] = []
-        if in_main_thread:
+        # Joining a cluster starts no process here, so nothing is orphaned by a
+        # signal: Ctrl-C stays live while Ray tries to connect.
+        hold = in_main_thread and not self._config.ray_address
+        if hold:
             for signum in previous:
                 signal.signal(signum, lambda signum, frame: held.append(signum))
         os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
@@ -249,7 +302,7 @@ class RayLauncher:
                 with _without_ray_sigterm_handler(ray):
                     self._init_ray(ray)
         finally:
-            if in_main_thread:
+            if hold:
                 for signum, handler in previous.items():
                     if signum == signal.SIGTERM and not callable(handler):
                         handler = _exit_on_sigterm  # What Ray would have installed.
@@ -262,7 +315,7 @@ class RayLauncher:
 
     def _init_ray(self, ray) -> None:
         if self._config.ray_address:
-            ray.init(address=self._config.ray_address, log_to_driver=True)
+            self._join_ray(ray)
         else:
             _loopback_only(ray)
             # Node processes import what this process can (packages, fakes in tests).
@@ -271,6 +324,22 @@ class RayLauncher:
             needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
             ray.init(num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
                      include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True)
+
+    def _join_ray(self, ray) -> None:
+        """ray.init on the cluster at --ray_address, failing in about 20 s, not 14 minutes.
+
+        `check_ray_address` has seen a gRPC server there; if it is no Ray
+        cluster, Ray's own connect timeouts (shortened here) end the retries
+        with a ConnectionError, which becomes one line.
+        """
+        for name, value in CONNECT_TIMEOUTS.items():
+            os.environ.setdefault(name, value)
+        address = self._config.ray_address
+        try:
+            ray.init(address=address, log_to_driver=True)
+        except ConnectionError as e:
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else "ConnectionError"
+            raise RayAddressError(f"--ray_address={address}: {reason}") from None
 
     def _build(self) -> None:
         import ray

@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import functools
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -317,6 +316,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         signals.uninstall()
 
 
+def _check_before_launch(run: RunSpec):
+    """Every check that needs no process started: the logdir, a resume, the ports, the cluster.
+
+    Returns the inspected run directory; raises ValueError (one line) on failure.
+    """
+    from components.replay import port_in_use
+    from launch_programs.ray_launcher import check_ray_address
+    from launch_programs.run_dir import RunDir
+
+    run_dir = RunDir.inspect(run)
+    port = run.program_config.replay_port
+    local_replay = run.launch == "threads" or not run.ray_config.ray_address
+    if port and local_replay and port_in_use(port):
+        raise UsageError(f"--replay_port: port {port} is in use")
+    if run.launch == "ray" and run.ray_config.ray_address:
+        check_ray_address(run.ray_config.ray_address)
+    return run_dir
+
+
 def _main(argv: list[str], signals: StopSignals) -> int:
     try:
         run = parse(argv)
@@ -327,30 +345,39 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         configure_tensorflow()  # GPU memory growth, before prepare() runs the first op.
         builder, factory, spec = prepare(run)
         batched_factory = batched_environment_factory(run)
+        run_dir = _check_before_launch(run)
+        budget = run.program_config.max_actor_steps
+        if run_dir.budget_spent(budget):  # Rerunning a finished run changes nothing in it.
+            print(f"[run] {run.logdir} already took its budget (actor_steps="
+                  f"{int(run_dir.initial_counts['actor_steps'])} >= --max_actor_steps={budget}): "
+                  f"nothing to run; raise --max_actor_steps to go on", flush=True)
+            return 0
+        run_dir.open()  # Only now: --fresh clears the old run's files.
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from agentkit.checkpointing import Checkpointer
     from agentkit.config import as_dict
-    from agentkit.counting import Counter
     from launch_programs.agent_program import make_agent_program
     from launch_programs.program import LaunchResult
-    from launch_programs.ray_launcher import RayLauncher
+    from launch_programs.ray_launcher import RayAddressError, RayLauncher
     from launch_programs.summary import write_summary
     from launch_programs.threads import ThreadsLauncher
 
-    if run.fresh and os.path.isdir(run.logdir):
-        shutil.rmtree(run.logdir)
-    os.makedirs(run.logdir, exist_ok=True)
-    initial_counts = None
-    saved = Counter()
-    if Checkpointer(saved, os.path.join(run.logdir, "checkpoints"), "counter").restore():
-        initial_counts = saved.get_counts()  # Resume: counts and budget go on from there.
+    initial_counts = run_dir.initial_counts
+    if initial_counts is not None:  # Resume: counts, budget and wall time go on from there.
         print(f"[run] resuming from {run.logdir}: actor_steps="
               f"{int(initial_counts.get('actor_steps', 0))} learner_steps="
-              f"{int(initial_counts.get('learner_steps', 0))}", flush=True)
-    start = time.time()
+              f"{int(initial_counts.get('learner_steps', 0))} wall_time_s="
+              f"{run_dir.prior_wall_s:.0f} (life {len(run_dir.lives)})", flush=True)
+        if run_dir.changed:
+            print("[run] changed on resume (recorded in run.json): " + ", ".join(
+                f"--{k} {a!r} -> {b!r}" for k, (a, b) in run_dir.changed.items()), flush=True)
+        if run_dir.unchecked:
+            print(f"[run] {run.logdir} has no run.json (an older run): its settings were not "
+                  f"compared with this command's", flush=True)
+    life_start = time.time()
+    start = life_start - run_dir.prior_wall_s  # The run's start: wall_time_s continues.
     program = make_agent_program(builder, factory, spec, run.program_config, run.logdir, start,
                                  name=run.agent, initial_counts=initial_counts,
                                  batched_environment_factory=batched_factory)
@@ -367,12 +394,19 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             result = launcher.launch()
         except KeyboardInterrupt:  # The signal came before the launcher could catch it.
             result = LaunchResult("interrupted", {})
+        except RayAddressError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         finally:
             signals.disarm()
         counter = result.objects.get("counter")
-        counts = counter.get_counts() if counter is not None else dict(initial_counts or {})
+        counts = dict(initial_counts or {})
         if counter is not None:
-            Checkpointer(counter, os.path.join(run.logdir, "checkpoints"), "counter").save()
+            try:
+                counts = counter.checkpoint()  # Saved at every stop, returned for the summary.
+            except ValueError as e:  # A checkpoint that cannot be written (a full disk).
+                print(f"error: {e}", file=sys.stderr)
+                counts = counter.get_counts()
     finally:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
@@ -382,10 +416,23 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
         extra["signal"] = signal.Signals(signals.received).name
-    summary = write_summary(
-        run.logdir, run.agent, run.env, run.launch, result.status, counts, time.time() - start,
-        as_dict(run.agent_config), as_dict(run.program_config), THRESHOLDS.get(run.env), extra,
-    )
+    if result.error is not None:
+        extra["error"] = _one_line(result.error)
+    life_wall = time.time() - life_start
+    run_dir.end_life(result.status, counts, life_wall)
+    extra["lives"] = run_dir.lives
+    try:
+        summary = write_summary(
+            run.logdir, run.agent, run.env, run.launch, result.status, counts, time.time() - start,
+            as_dict(run.agent_config), as_dict(run.program_config), THRESHOLDS.get(run.env), extra,
+        )
+    except OSError as e:
+        print(f"error: cannot write {os.path.join(run.logdir, 'summary.json')}: "
+              f"{e.strerror or e}", file=sys.stderr)
+        return 1
+    if "damaged_csv_rows" in summary:
+        print(f"[run] skipped damaged CSV rows (a process died mid-write): "
+              f"{summary['damaged_csv_rows']}", file=sys.stderr, flush=True)
     print(
         f"[summary] status={summary['status']} actor_steps={summary['actor_steps']} "
         f"learner_steps={summary['learner_steps']} wall_time_s={summary['wall_time_s']} "
@@ -394,10 +441,25 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         flush=True,
     )
     if result.error is not None:
-        print(result.error.formatted, file=sys.stderr)
-        print(f"error: {result.error}", file=sys.stderr)
+        if not _expected(result.error.error):
+            print(result.error.formatted, file=sys.stderr)
+        print(f"error: {_one_line(result.error)}", file=sys.stderr)
         return 1
     return signals.exit_code if result.status == "interrupted" else 0
+
+
+def _expected(error: BaseException) -> bool:
+    """Failures whose message says all (a file that cannot be read or written): no traceback."""
+    from agentkit.checkpointing import CheckpointError
+
+    return isinstance(error, (CheckpointError, OSError))
+
+
+def _one_line(error) -> str:
+    """A NodeError as one line: the node, and the cause's own message for an expected failure."""
+    if _expected(error.error):
+        return f"{error.node}: {error.error}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 if __name__ == "__main__":

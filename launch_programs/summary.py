@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -17,12 +18,16 @@ def evaluation_stats(logdir: str, threshold: float | None = None) -> dict[str, A
     `actor_steps`) whose mean return reaches it.
     """
     path = os.path.join(logdir, "evaluator.csv")
-    rows = read_csv(path) if os.path.exists(path) else []
+    damaged: list[int] = []
+    rows = read_csv(path, damaged) if os.path.exists(path) else []
+    rows = [r for r in rows if _numbers(r, damaged)]
     returns = [float(r["episode_return"]) for r in rows]
     stats: dict[str, Any] = {
         "eval_return_mean_last10": (sum(returns[-10:]) / len(returns[-10:])) if returns else None,
         "eval_episodes": len(returns),
     }
+    if damaged:  # Skipped, not fatal: the rest of the run's curve still counts.
+        stats["damaged_csv_rows"] = {"evaluator.csv": len(damaged)}
     if threshold is not None:
         rounds: dict[float, list[dict]] = {}
         for row in rows:
@@ -40,6 +45,17 @@ def evaluation_stats(logdir: str, threshold: float | None = None) -> dict[str, A
     return stats
 
 
+def _numbers(row: dict[str, str], damaged: list[int]) -> bool:
+    """Whether the row's return, steps and time read as numbers (else it counts as damaged)."""
+    try:
+        for key in ("episode_return", "actor_steps", "wall_time_s"):
+            float(row[key])
+        return True
+    except (KeyError, TypeError, ValueError):
+        damaged.append(-1)
+        return False
+
+
 def write_summary(
     logdir: str,
     agent: str,
@@ -55,7 +71,9 @@ def write_summary(
 ) -> dict[str, Any]:
     """Writes `<logdir>/summary.json` atomically and returns its content.
 
-    `extra` adds launcher facts (for example the node restarts under ray).
+    `wall_time_s` is the run's, over every life (the rates divide the whole
+    run's counts by it); `extra` adds launcher facts (for example the node
+    restarts under ray, the lives).
     """
     actor_steps = int(counts.get("actor_steps", 0))
     learner_steps = int(counts.get("learner_steps", 0))
@@ -75,12 +93,26 @@ def write_summary(
     summary.update(extra or {})
     summary["config"] = config
     summary["program"] = program
-    os.makedirs(logdir, exist_ok=True)
-    path = os.path.join(logdir, "summary.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(summary, f, indent=1, default=_json_default)
-    os.replace(path + ".tmp", path)
+    write_json(os.path.join(logdir, "summary.json"), summary)
     return summary
+
+
+def write_json(path: str, data: Any) -> None:
+    """Writes `data` to `path` atomically; a failed write (a full disk) leaves no temporary file."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, default=_json_default)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def to_json(data: Any) -> Any:
+    """`data` as JSON values (tuples become lists, numpy scalars numbers), as it reads back."""
+    return json.loads(json.dumps(data, default=_json_default))
 
 
 def _json_default(value: Any) -> Any:

@@ -38,7 +38,10 @@ class ThreadsLauncher:
     def _build(self) -> None:
         for node in self._program.nodes.values():
             args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
-            self.objects[node.name] = node.constructor(*args, **kwargs)
+            try:
+                self.objects[node.name] = node.constructor(*args, **kwargs)
+            except Exception as e:  # Named like a failure in run(), as under ray.
+                raise NodeError(node.name, e, traceback.format_exc()) from None
 
     def _target(self, name: str, obj: Any) -> None:
         try:
@@ -81,6 +84,8 @@ class ThreadsLauncher:
                 if enders and all(not self._threads[n].is_alive() for n in enders):
                     break
                 time.sleep(0.05)
+        except NodeError as e:
+            self._errors.append(e)
         except KeyboardInterrupt:
             status = "interrupted"
         finally:

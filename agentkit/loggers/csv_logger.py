@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
+import io
 import os
 import threading
 from typing import Any
@@ -43,10 +44,16 @@ class CSVLogger(Logger):
     def _open(self) -> None:
         """(Re)opens the file for appending and reads its header."""
         self._fields = []
+        cut = False  # The last line lacks its newline: the previous writer died mid-row.
         if os.path.exists(self.path) and os.path.getsize(self.path) > 0:
             with open(self.path, newline="") as f:
                 self._fields = next(csv.reader(f), [])
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                cut = f.read(1) != b"\n"
         self._file = open(self.path, "a", newline="")
+        if cut:  # Ends the cut row, so the next row starts a line of its own.
+            self._file.write("\r\n")
         self._inode = os.fstat(self._file.fileno()).st_ino
 
     @contextlib.contextmanager
@@ -117,7 +124,26 @@ def shared_csv_logger(directory: str, label: str) -> CSVLogger:
         return logger
 
 
-def read_csv(path: str) -> list[dict[str, str]]:
-    """Reads a CSV written by CSVLogger into a list of rows."""
+def read_csv(path: str, damaged: list[int] | None = None) -> list[dict[str, str]]:
+    """Reads a CSV written by CSVLogger into a list of rows.
+
+    A row that is cut short or too long (a process killed in the middle of
+    writing it, a full disk) is skipped, and so is a last line without its
+    newline (it may be cut inside a number); their line numbers are appended
+    to `damaged` when given.
+    """
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        text = f.read()
+    reader = csv.DictReader(io.StringIO(text))
+    rows = []
+    for row in reader:
+        if None in row or None in row.values():
+            if damaged is not None:
+                damaged.append(reader.line_num)
+            continue
+        rows.append(row)
+    if rows and not text.endswith("\n"):
+        rows.pop()
+        if damaged is not None:
+            damaged.append(reader.line_num)
+    return rows

@@ -1,6 +1,6 @@
 """Replay: Reverb table factories, signatures and the replay server node."""
 
-from components.replay.server import ReplayServer, pick_free_port
+from components.replay.server import ReplayServer, pick_free_port, port_in_use
 from components.replay.tables import (
     make_queue_table,
     make_rate_limiter,
@@ -11,4 +11,4 @@ from components.replay.transitions import NStepTransitionReplay
 
 __all__ = ["NStepTransitionReplay", "ReplayServer", "make_queue_table", "make_rate_limiter",
            "make_replay_table",
-           "pick_free_port", "transition_signature"]
+           "pick_free_port", "port_in_use", "transition_signature"]

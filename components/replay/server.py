@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import sys
@@ -19,6 +20,32 @@ def pick_free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("", 0))
         return s.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something listens on `port` here, on IPv4 or IPv6.
+
+    gRPC (Reverb's server) binds with SO_REUSEPORT, so a second Reverb or
+    gRPC server on a taken port binds too and clients reach either one at
+    random: the server cannot tell, so this is asked before it starts. The
+    probe binds without SO_REUSEPORT (a listener of any program refuses it)
+    and with SO_REUSEADDR (a port left in TIME_WAIT by an earlier run is free).
+    """
+    for family, host in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # No IPv6 here.
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    return True
+                if e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                    raise
+    return False
 
 
 class ReplayServer:
