@@ -126,13 +126,16 @@ _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 
 def _speaks_grpc(conn: socket.socket) -> bool:
     """Whether the peer answers an HTTP/2 preface with a SETTINGS frame, as Ray's GCS
     (a gRPC server) does; anything else would keep ray.init waiting on it."""
-    conn.sendall(_HTTP2_PREFACE)
     header = b""
-    while len(header) < 9:
-        chunk = conn.recv(9 - len(header))
-        if not chunk:
-            return False
-        header += chunk
+    try:
+        conn.sendall(_HTTP2_PREFACE)
+        while len(header) < 9:
+            chunk = conn.recv(9 - len(header))
+            if not chunk:
+                return False
+            header += chunk
+    except OSError:  # Silent (a timeout) or reset: no gRPC server.
+        return False
     return header[3] == 4  # The frame type byte: SETTINGS.
 
 

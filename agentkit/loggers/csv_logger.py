@@ -135,15 +135,9 @@ def read_csv(path: str, damaged: list[int] | None = None) -> list[dict[str, str]
     with open(path, newline="") as f:
         text = f.read()
     reader = csv.DictReader(io.StringIO(text))
-    rows = []
-    for row in reader:
-        if None in row or None in row.values():
-            if damaged is not None:
-                damaged.append(reader.line_num)
-            continue
-        rows.append(row)
-    if rows and not text.endswith("\n"):
-        rows.pop()
-        if damaged is not None:
-            damaged.append(reader.line_num)
-    return rows
+    parsed = [(row, None in row or None in row.values(), reader.line_num) for row in reader]
+    if parsed and not text.endswith("\n"):
+        parsed[-1] = (parsed[-1][0], True, parsed[-1][2])
+    if damaged is not None:
+        damaged.extend(line for _, bad, line in parsed if bad)
+    return [row for row, bad, _ in parsed if not bad]

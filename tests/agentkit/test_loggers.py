@@ -62,3 +62,32 @@ def test_nodes_of_one_kind_share_one_csv_under_threads(tmp_path):
     assert sorted((r["actor"], r["j"]) for r in rows) == sorted(
         (str(i), str(j)) for i in range(4) for j in range(50))
     assert {f"late_{i}" for i in range(4)} <= set(rows[0])
+
+
+def test_a_row_cut_off_by_a_killed_writer_is_skipped_and_the_next_life_starts_a_new_line(tmp_path):
+    logger = CSVLogger(str(tmp_path), "evaluator")
+    for i in range(3):
+        logger.write({"actor_steps": i, "episode_return": 100.0 + i, "episode_length": 50})
+    logger.close()
+    path = tmp_path / "evaluator.csv"
+    with open(path, "a") as f:
+        f.write("3,10")  # Killed mid-row: two of three fields, no newline.
+    damaged: list[int] = []
+    rows = read_csv(str(path), damaged)
+    assert [r["episode_return"] for r in rows] == ["100", "101", "102"]
+    assert damaged == [5]
+    resumed = CSVLogger(str(tmp_path), "evaluator")  # The run's next life appends.
+    resumed.write({"actor_steps": 4, "episode_return": 104.0, "episode_length": 60})
+    resumed.close()
+    damaged.clear()
+    rows = read_csv(str(path), damaged)
+    assert [r["episode_return"] for r in rows] == ["100", "101", "102", "104"]
+    assert damaged == [5]  # The cut row stays on its own line, skipped.
+
+
+def test_a_cut_last_line_with_every_field_is_still_skipped(tmp_path):
+    path = tmp_path / "evaluator.csv"
+    path.write_text("actor_steps,episode_return\r\n1,100\r\n2,47")  # 475 cut to 47.
+    damaged: list[int] = []
+    assert read_csv(str(path), damaged) == [{"actor_steps": "1", "episode_return": "100"}]
+    assert damaged == [3]

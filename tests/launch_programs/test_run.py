@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
+from agentkit.loggers import read_csv
 from launch_programs import run
 from tests.launch_programs.help_text import help_entry
 
@@ -145,3 +147,41 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
     assert summary["status"] == "completed"
     assert budget <= summary["actor_steps"] < budget + 2 * 400
     assert summary["learner_steps"] >= before["learner_steps"]
+    # Wall time and rates go on across lives; each life is recorded.
+    assert summary["wall_time_s"] > before["wall_time_s"]
+    rate = summary["actor_steps"] / summary["wall_time_s"]
+    assert summary["actor_steps_per_s"] == pytest.approx(rate, rel=0.01)
+    lives = summary["lives"]
+    assert [life["status"] for life in lives] == ["interrupted", "completed"]
+    assert lives[1]["actor_steps_before"] == before["actor_steps"]
+    assert lives[1]["wall_time_s_before"] == pytest.approx(before["wall_time_s"], abs=2.5)
+    assert lives[1]["changed"] == {"max_actor_steps": [10000000, budget]}
+    times = [float(r["wall_time_s"]) for r in read_csv(str(logdir / "actor.csv"))]
+    assert times == sorted(times) and times[-1] > before["wall_time_s"]
+
+
+def _listening_socket() -> socket.socket:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("0.0.0.0", 0))
+    listener.listen()
+    return listener
+
+
+@pytest.mark.parametrize("address,needle", [
+    ("127.0.0.1:1", "no Ray cluster answers"),  # Nothing listens.
+    ("auto", "Could not find any running Ray instance"),  # No cluster on this machine.
+    ("listener", "not as a gRPC server"),  # Something that is no Ray cluster.
+])
+def test_an_unreachable_ray_address_fails_fast_in_one_line(capsys, tmp_path, address, needle):
+    with _listening_socket() as listener:
+        if address == "listener":
+            address = f"127.0.0.1:{listener.getsockname()[1]}"
+        started = time.time()
+        code = run.main(["--launch=ray", f"--ray_address={address}", f"--logdir={tmp_path}/run"])
+        took = time.time() - started
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: --ray_address={address}: ") and needle in err, err
+    assert took < 30, took
+    assert not os.path.exists(tmp_path / "run")  # Refused before anything was written.

@@ -75,3 +75,23 @@ def test_periodic_checkpoints_and_none_without_a_directory(tmp_path):
     finally:
         plain.stop()
     assert plain.checkpoints_written == 0
+
+
+def test_port_in_use_sees_a_reverb_server_and_any_listener_but_not_a_free_port():
+    import socket
+
+    from components.replay import port_in_use
+
+    free = pick_free_port()
+    assert not port_in_use(free)
+    # gRPC binds with SO_REUSEPORT: a second Reverb server on this port would bind
+    # too, and clients would reach either one at random.
+    server = reverb.Server(tables=[reverb.Table.queue("q", 10)], port=free)
+    try:
+        assert port_in_use(free)
+    finally:
+        server.stop()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        assert port_in_use(listener.getsockname()[1])

@@ -1,0 +1,175 @@
+"""The run directory: --fresh clears only a run's files, a resume must match, lives add up.
+
+Each case runs the command line in this process up to its checks (nothing
+trains): every refusal is one line, exit code 2, and leaves the files as
+they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from launch_programs import run
+from launch_programs.counter_node import CounterNode
+from launch_programs.run_dir import MARKER, RECORD, RunDir, run_files
+from launch_programs.summary import evaluation_stats
+
+SMALL = ["--hidden_sizes=32", "--head_hidden_size=32", "--max_actor_steps=1000"]
+
+
+def _main(capsys, *argv) -> tuple[int, str]:
+    code = run.main(list(argv))
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def _one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("error: "), err
+    for needle in needles:
+        assert needle in err, err
+
+
+def _recorded_run(logdir, *flags, actor_steps: float = 500.0, wall_s: float = 30.0) -> RunDir:
+    """A logdir as a run of `flags` leaves it: marker, run.json, run files, a counter save."""
+    spec = run.parse(SMALL + list(flags) + [f"--logdir={logdir}"])
+    run_dir = RunDir.inspect(spec)
+    run_dir.open()
+    node = CounterNode(initial={"actor_steps": actor_steps, "learner_steps": 40.0},
+                       logdir=str(logdir), start_time=time.time() - wall_s)
+    node.checkpoint()
+    run_dir.end_life("completed", node.get_counts(), wall_s)
+    for name in ("actor.csv", "learner.csv", "summary.json"):
+        (logdir / name).write_text("x\n")
+    (logdir / "tb").mkdir()
+    return run_dir
+
+
+def test_fresh_refuses_a_directory_that_no_run_wrote(tmp_path, capsys, monkeypatch):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "thesis.txt").write_text("years of work")
+    code, err = _main(capsys, *SMALL, f"--logdir={tmp_path}", "--fresh")
+    _one_line_error(code, err, "--fresh", str(tmp_path), MARKER)
+    monkeypatch.chdir(tmp_path)  # `--logdir=. --fresh` in a working directory.
+    code, err = _main(capsys, *SMALL, "--logdir=.", "--fresh")
+    _one_line_error(code, err, "--fresh")
+    assert sorted(os.listdir(tmp_path)) == ["src", "thesis.txt"]
+    assert (tmp_path / "thesis.txt").read_text() == "years of work"
+
+
+def test_fresh_clears_only_the_run_files_and_only_after_every_check(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    (logdir / "notes.txt").write_text("mine")
+    before = sorted(os.listdir(logdir))
+    with socket.socket() as held:  # A check that fails after the --fresh check passed.
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--fresh", f"--replay_port={port}")
+    _one_line_error(code, err, f"--replay_port: port {port} is in use")
+    assert sorted(os.listdir(logdir)) == before  # Nothing was cleared.
+    spec = run.parse(SMALL + [f"--logdir={logdir}", "--fresh"])
+    fresh = RunDir.inspect(spec)
+    fresh.open()
+    assert sorted(os.listdir(logdir)) == sorted([MARKER, RECORD, "notes.txt"])
+    assert fresh.initial_counts is None and len(fresh.lives) == 1
+    assert run_files(str(logdir)) == [str(logdir / RECORD), str(logdir / MARKER)]
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--discount=0.5"], "--discount 0.99 -> 0.5"),
+    (["--hidden_sizes=64"], "--hidden_sizes [32] -> [64]"),
+    (["--env=gym:CartPole-v0"], "--env 'gym:CartPole-v1' -> 'gym:CartPole-v0'"),
+    (["--agent=impala"], "--agent 'dqn' -> 'impala'"),
+    (["--seed=3", "--num_actors=4"], "--num_actors 2 -> 4, --seed 0 -> 3"),
+])
+def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, capsys, flags, named):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    record = (logdir / RECORD).read_text()
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", *flags)
+    _one_line_error(code, err, named, "--fresh")
+    assert (logdir / RECORD).read_text() == record
+
+
+def test_a_resume_may_change_the_budget_logging_and_launcher_and_records_it(tmp_path):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir, actor_steps=500, wall_s=30.0)
+    spec = run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=2000", "--print_every_s=1",
+                              "--launch=ray", "--checkpoint_every_s=10"])
+    resumed = RunDir.inspect(spec)
+    assert resumed.changed == {"max_actor_steps": (1000, 2000), "print_every_s": (5.0, 1.0),
+                               "launch": ("threads", "ray"), "checkpoint_every_s": (300.0, 10.0)}
+    assert resumed.initial_counts == {"actor_steps": 500.0, "learner_steps": 40.0}
+    assert 30.0 <= resumed.prior_wall_s < 31.0  # The next life's clock starts from here.
+    resumed.open()
+    resumed.end_life("completed", {"actor_steps": 2000, "learner_steps": 90}, 15.0)
+    lives = json.loads((logdir / RECORD).read_text())["lives"]
+    assert [life["life"] for life in lives] == [1, 2]
+    assert lives[1]["changed"]["max_actor_steps"] == [1000, 2000]
+    assert lives[1]["actor_steps_before"] == 500 and lives[1]["actor_steps"] == 2000
+    assert lives[1]["wall_time_s_before"] == pytest.approx(30.0, abs=1.0)
+    assert lives[1]["actor_steps_per_s"] == 100.0  # This life's own rate: 1500 steps in 15 s.
+
+
+def test_a_killed_life_still_adds_the_wall_time_its_counter_saved(tmp_path):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir, wall_s=30.0)
+    spec = run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=5000"])
+    second = RunDir.inspect(spec)
+    second.open()  # Life 2 starts, then is killed: it never calls end_life.
+    CounterNode(initial={"actor_steps": 900}, logdir=str(logdir),
+                start_time=time.time() - 75.0).checkpoint()
+    third = RunDir.inspect(spec)
+    assert 75.0 <= third.prior_wall_s < 76.0
+    assert third.initial_counts["actor_steps"] == 900
+    assert [life.get("status") for life in third.lives] == ["completed", None]
+
+
+def test_a_finished_run_rerun_as_it_was_changes_nothing(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir, actor_steps=1000)
+    summary = (logdir / "summary.json").read_text()
+    assert run.main(SMALL + [f"--logdir={logdir}"]) == 0
+    assert "already took its budget" in capsys.readouterr().out
+    assert (logdir / "summary.json").read_text() == summary
+
+
+@pytest.mark.parametrize("name,content", [
+    ("counter.npz", b""), ("counter.npz", b"PK\x03\x04trunc"), ("learner.npz", b"junk"),
+])
+def test_a_damaged_checkpoint_fails_before_launch_naming_it(tmp_path, capsys, name, content):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    np.savez(logdir / "checkpoints" / "learner.npz", w=np.zeros(3))
+    (logdir / "checkpoints" / name).write_bytes(content)
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000")
+    _one_line_error(code, err, f"checkpoint {logdir}/checkpoints/{name} is damaged", "--fresh")
+
+
+def test_unusable_logdirs_fail_in_one_line(tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    code, err = _main(capsys, *SMALL, f"--logdir={a_file}")
+    _one_line_error(code, err, "--logdir", "is a file")
+    code, err = _main(capsys, *SMALL, f"--logdir={tmp_path}/{'n' * 300}")
+    _one_line_error(code, err, "--logdir", "File name too long")
+    code, err = _main(capsys, *SMALL, "--logdir=/proc/agentkit-run")
+    _one_line_error(code, err, "--logdir: cannot write to /proc/agentkit-run")
+
+
+def test_a_damaged_evaluator_row_is_skipped_and_counted(tmp_path):
+    (tmp_path / "evaluator.csv").write_text(
+        "wall_time_s,actor_steps,episode_return\r\n1,100,10\r\n2,200,20\r\n3,300,x\r\n4,40")
+    stats = evaluation_stats(str(tmp_path), threshold=15.0)
+    assert stats["eval_episodes"] == 2 and stats["eval_return_mean_last10"] == 15.0
+    assert stats["damaged_csv_rows"] == {"evaluator.csv": 2}
+    assert stats["first_reached"]["actor_steps"] == 200
