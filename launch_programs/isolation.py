@@ -37,7 +37,8 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8913, 0x8914, 0x1, 0x40
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ISOLATED = "private network namespace (loopback only)"
 
-_reason = "not isolated: isolate_local_run() was not called"  # For isolation_status().
+_reason = ("not isolated: the command line ran in-process; `python -m launch_programs.run` "
+           "isolates a local run")  # For isolation_status().
 
 
 def _libc_call(name: str, *args) -> None:

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from launch_programs.flag_help import field_comments, flag_help
-from launch_programs.registry import AGENTS, ENTRY_POINT_GROUP
 
 LAUNCHERS = ("threads", "ray")
 # The target return reported in summary.json as `first_reached`, where known.
@@ -72,6 +71,10 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 def _base_parser() -> argparse.ArgumentParser:
+    # Imported here, not at the top: the registry imports numpy, whose BLAS starts threads,
+    # and `_isolate` needs this process single-threaded.
+    from launch_programs.registry import AGENTS, ENTRY_POINT_GROUP
+
     p = _Parser(prog="python -m launch_programs.run", add_help=False, allow_abbrev=False,
                 formatter_class=_HelpFormatter,
                 usage="%(prog)s [--agent NAME] [--env NAME] [--launch threads|ray] [--FLAG=VALUE ...]",
@@ -93,6 +96,11 @@ def _base_parser() -> argparse.ArgumentParser:
                         "(default: runs/<agent>-<env>-s<seed>)")
     g.add_argument("--fresh", action="store_true",
                    help="ignore and replace the checkpoint in --logdir")
+    g.add_argument("--private_network", type=_parse_bool, nargs="?", const=True, default=True,
+                   metavar="BOOL",
+                   help="a local run (threads, or ray on no cluster) runs in private Linux "
+                        "namespaces: loopback only, so its replay server is unreachable from the "
+                        "network, and no process of it outlives it (default: true)")
     g.add_argument("--observation_indices", type=_parse_ints, default=(), metavar="INTS",
                    help="keep only these entries of a vector observation "
                         "(gym:CartPole-v1 with 0,2 hides the velocities)")
@@ -161,6 +169,7 @@ class RunSpec:
     builder_class: Any  # The agent: an ActorLearnerBuilder subclass.
     ray_config: Any = None
     observation_indices: tuple[int, ...] = ()
+    private_network: bool = True
 
 
 def parse(argv: Sequence[str]) -> RunSpec | None:
@@ -202,7 +211,8 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     # Absolute: node processes need not share this process's working directory.
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
-                   program_config, builder_class, ray_config, tuple(args.observation_indices))
+                   program_config, builder_class, ray_config, tuple(args.observation_indices),
+                   args.private_network)
 
 
 def _environment_factory(name: str, seed: int, evaluation: bool,
@@ -306,8 +316,36 @@ class StopSignals:
         return 128 + (self.received or signal.SIGINT)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _is_local_run(argv: Sequence[str]) -> bool:
+    """Whether these flags ask for a run whose every process lives on this machine."""
+    scan = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    scan.add_argument("--launch", default="threads")
+    scan.add_argument("--ray_address", default="")
+    known, _ = scan.parse_known_args(argv)
+    return known.launch == "threads" or not known.ray_address
+
+
+def _isolate(argv: Sequence[str]) -> None:
+    """Before anything starts a thread: a local run moves into private namespaces."""
+    scan = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    scan.add_argument("--private_network", type=_parse_bool, nargs="?", const=True, default=True)
+    scan.add_argument("-h", "--help", action="store_true")
+    try:
+        known, _ = scan.parse_known_args(argv)
+    except (SystemExit, argparse.ArgumentError):  # A bad value: the full parse names it.
+        return
+    if known.private_network and not known.help and _is_local_run(argv):
+        from launch_programs.isolation import isolate_local_run
+
+        print(f"[run] {isolate_local_run()}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None, isolate: bool = False) -> int:
+    """The command line. With `isolate` (as `python -m launch_programs.run`), a local run
+    first moves into private namespaces (launch_programs.isolation)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if isolate:
+        _isolate(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
     signals = StopSignals().install() if in_main_thread else StopSignals()
     try:
@@ -385,6 +423,9 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         launcher = RayLauncher(program, run.ray_config)
     else:
         launcher = ThreadsLauncher(program)
+    network = _network_line(run)
+    if network:
+        print(f"[run] {network}", flush=True)
     print(f"[run] {run.agent} on {run.env}, launch={run.launch}, "
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
@@ -412,6 +453,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
     extra = {"node_restarts": dict(launcher.restarts)} if run.launch == "ray" else {}
+    extra["network"] = _network_status(run)
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -448,6 +490,27 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     return signals.exit_code if result.status == "interrupted" else 0
 
 
+def _network_status(run: RunSpec) -> str:
+    """Who can reach the run's servers, for summary.json."""
+    from launch_programs.isolation import isolation_status
+
+    if run.launch == "ray" and run.ray_config.ray_address:
+        return "cluster: the replay listens on every interface of its host, without authentication"
+    return isolation_status()
+
+
+def _network_line(run: RunSpec) -> str | None:
+    """One line at start when a run's replay server is reachable from the network."""
+    from launch_programs.isolation import ISOLATED
+
+    status = _network_status(run)
+    if status == ISOLATED:
+        return None
+    if not run.private_network:
+        status = "--private_network=false"
+    return f"replay server reachable from the network ({status}); see docs/launchers.md"
+
+
 def _expected(error: BaseException) -> bool:
     """Failures whose message says all (a file that cannot be read or written): no traceback."""
     from agentkit.checkpointing import CheckpointError
@@ -463,4 +526,4 @@ def _one_line(error) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(isolate=True))

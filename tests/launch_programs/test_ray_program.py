@@ -20,6 +20,7 @@ from agentkit.loggers import read_csv
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from launch_programs.agent_program import ProgramConfig, make_agent_program
+from launch_programs.counter_node import read_saved_counts
 from launch_programs.program import Program
 from launch_programs.ray_launcher import NodeResources, RayConfig, RayLauncher
 from tests import fakes
@@ -128,12 +129,13 @@ def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
     assert elapsed < 60
 
 
-@pytest.mark.parametrize("victim", ["actor_1", "learner", "replay"])
+@pytest.mark.parametrize("victim", ["actor_1", "learner", "replay", "counter"])
 def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
     """kill -9 of one node's process mid-run: Ray rebuilds it, the others reconnect.
 
     The learner comes back from its last checkpoint, the replay from its
-    checkpoint on the same port (both written every second here).
+    checkpoint on the same port (both written every second here), the
+    counter from the totals it saved (every 2 s), not from the program's start.
     """
     launcher = _launcher(tmp_path, max_actor_steps=6000, checkpoint_every_s=1.0,
                          checkpoint_replay=True)
@@ -143,8 +145,9 @@ def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
         counter = _wait_for_actor_steps(launcher, 1500)
         while not (tmp_path / "checkpoints" / "learner.npz").exists():
             time.sleep(0.2)
-        time.sleep(1.5)  # Past the next replay checkpoint too.
+        time.sleep(2.5)  # Past the next replay and counter checkpoints too.
         killed["pid"] = launcher.node_pid(victim)
+        killed["saved"] = read_saved_counts(str(tmp_path))[0]
         killed["counts"] = counter.get_counts()
         os.kill(killed["pid"], signal.SIGKILL)
 
@@ -156,6 +159,7 @@ def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
         counts = result.objects["counter"].get_counts()
         new_pid = launcher.node_pid(victim)
         restored_step = result.objects["learner"].get_restored_step()
+        taken = sum(result.objects[f"actor_{i}"].steps() for i in range(2))
         replay_stats = result.objects["replay"].checkpoint_stats()
     finally:
         launcher.close()
@@ -170,6 +174,11 @@ def test_a_killed_node_is_restarted_and_the_run_completes(tmp_path, victim):
         assert restored_step > 0  # From its checkpoint, not from scratch.
     if victim == "replay":
         assert replay_stats["restored_items"] > 0
+    if victim == "counter":  # Only what came after its last save (and in flight) is lost.
+        lost = taken - counts["actor_steps"]
+        assert 0 <= lost <= killed["counts"]["actor_steps"] - killed["saved"]["actor_steps"] + 300
+    elif victim != "actor_1":  # Every step counted (actors send their last ones as they stop).
+        assert counts["actor_steps"] == taken
     time.sleep(1.0)
     assert not _ray_processes()
 
