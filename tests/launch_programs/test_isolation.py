@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import select
 import shutil
@@ -18,7 +19,10 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
+
+from launch_programs.isolation import ISOLATED
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -315,3 +319,93 @@ def test_a_refused_user_namespace_leaves_the_process_unchanged(helper, namespace
     assert out.returncode == 0, out.stderr
     assert "message: not isolated: unshare: No space left on device" in out.stdout
     assert "changed: False" in out.stdout and "status: not isolated" in out.stdout
+
+
+# -- the command line ----------------------------------------------------------
+
+RUN_FLAGS = ["--min_replay_size=200", "--batch_size=32", "--hidden_sizes=32", "--head_hidden_size=32",
+             "--eval_every=1000000", "--eval_episodes=1", "--print_every_s=0"]
+
+
+def _command_line(logdir, *flags: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "launch_programs.run", f"--logdir={logdir}", *RUN_FLAGS, *flags]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def _wait_for_learning(proc: subprocess.Popen, logdir, rows: int = 2, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    path = logdir / "learner.csv"
+    while not (path.exists() and len(path.read_text().splitlines()) > rows):
+        assert proc.poll() is None, proc.stdout.read().decode(errors="replace")[-3000:]
+        assert time.monotonic() < deadline, "the learner never logged"
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("private", [True, False])
+def test_a_local_runs_replay_is_reachable_by_the_run_alone(tmp_path, namespaces, private):
+    """The learner learns from the replay (inside), while the replay's port answers no one outside;
+    with --private_network=false it does (so this test can tell the difference)."""
+    port = free_port()
+    logdir = tmp_path / "run"
+    proc = _command_line(logdir, f"--replay_port={port}", "--max_actor_steps=100000000",
+                         f"--private_network={str(private).lower()}")
+    try:
+        _wait_for_learning(proc, logdir)
+        reached = {host: connects(host, port) for host in ["127.0.0.1", *outer_addresses()]}
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=60)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["learner_steps"] > 0
+    if private:
+        assert not any(reached.values()), reached
+        assert summary["network"] == ISOLATED and "[run] isolated: " in out
+    else:
+        assert all(reached.values()), reached
+        assert "replay server reachable from the network (--private_network=false)" in out
+
+
+@pytest.mark.slow
+def test_a_killed_ray_driver_leaves_no_process_and_a_rerun_continues_its_counts(tmp_path, namespaces):
+    """kill -9 of the launched process of a ray run: within 15 s nothing of it is left; the same
+    command again resumes the counts the counter saved (every 2 s), and the summary counts both lives."""
+    logdir = tmp_path / "run"
+    flags = ["--launch=ray", "--num_actors=2", "--checkpoint_every_s=5"]
+    proc = _command_line(logdir, *flags, "--max_actor_steps=100000000")
+    try:
+        _wait_for_learning(proc, logdir, rows=4)
+        time.sleep(3.0)  # Past a counter save.
+        processes = descendants(proc.pid)
+        assert len(processes) >= 6, processes  # The run, Ray's servers and the node processes.
+        saved = np.load(logdir / "checkpoints" / "counter.npz")["actor_steps"]
+        os.kill(proc.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        while any(alive(pid, start) for pid, (start, _) in processes.items()):
+            assert time.monotonic() - killed_at < 15, [
+                comm for pid, (start, comm) in processes.items() if alive(pid, start)]
+            time.sleep(0.1)
+        gone_in = time.monotonic() - killed_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+    assert gone_in < 15
+    counts = np.load(logdir / "checkpoints" / "counter.npz")
+    at_kill = int(counts["actor_steps"])
+    assert at_kill >= int(saved) > 0
+    budget = at_kill + 2000
+    rerun = subprocess.run(
+        [sys.executable, "-m", "launch_programs.run", f"--logdir={logdir}", *RUN_FLAGS, *flags,
+         f"--max_actor_steps={budget}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert f"resuming from {logdir}: actor_steps={at_kill} " in rerun.stdout
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert budget <= summary["actor_steps"] < budget + 2000
+    lives = summary["lives"]
+    assert len(lives) == 2 and "status" not in lives[0]  # The killed life never ended itself.
+    assert lives[1]["actor_steps_before"] == at_kill
+    assert summary["wall_time_s"] > lives[1]["wall_time_s"] + 5  # The first life's time counts.
