@@ -399,6 +399,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     from launch_programs.agent_program import make_agent_program
     from launch_programs.program import LaunchResult
     from launch_programs.ray_launcher import RayAddressError, RayLauncher
+    from launch_programs.run_dir import restarts_of_all_lives
     from launch_programs.summary import write_summary
     from launch_programs.threads import ThreadsLauncher
 
@@ -452,8 +453,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
-    extra = {"node_restarts": dict(launcher.restarts)} if run.launch == "ray" else {}
-    extra["network"] = _network_status(run)
+    extra = {"network": _network_status(run)}
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -461,7 +461,10 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     if result.error is not None:
         extra["error"] = _one_line(result.error)
     life_wall = time.time() - life_start
-    run_dir.end_life(result.status, counts, life_wall)
+    restarts = dict(launcher.restarts) if run.launch == "ray" else None
+    run_dir.end_life(result.status, counts, life_wall, restarts)
+    if any(life.get("launch") == "ray" for life in run_dir.lives):
+        extra["node_restarts"] = restarts_of_all_lives(run_dir.lives)
     extra["lives"] = run_dir.lives
     try:
         summary = write_summary(

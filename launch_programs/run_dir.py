@@ -167,9 +167,12 @@ class RunDir:
         })
         self._write()
 
-    def end_life(self, status: str, counts: dict[str, float], life_wall_s: float) -> None:
+    def end_life(self, status: str, counts: dict[str, float], life_wall_s: float,
+                 node_restarts: dict[str, int] | None = None) -> None:
         """Records how this life ended (not reached when the process is killed)."""
         life = self.lives[-1]
+        if node_restarts is not None:
+            life["node_restarts"] = dict(node_restarts)
         actor, learner = int(counts.get("actor_steps", 0)), int(counts.get("learner_steps", 0))
         rate = (actor - life["actor_steps_before"]) / max(life_wall_s, 1e-9)
         life.update(status=status, wall_time_s=round(life_wall_s, 2), actor_steps=actor,
@@ -179,6 +182,15 @@ class RunDir:
 
     def _write(self) -> None:
         write_json(os.path.join(self.logdir, RECORD), dict(self.current, lives=self.lives))
+
+
+def restarts_of_all_lives(lives: list[dict[str, Any]]) -> dict[str, int]:
+    """Node restarts summed over the lives that recorded theirs (a killed life could not)."""
+    total: dict[str, int] = {}
+    for life in lives:
+        for name, count in life.get("node_restarts", {}).items():
+            total[name] = total.get(name, 0) + count
+    return total
 
 
 def _recorded_wall(lives: list[dict[str, Any]]) -> float:

@@ -173,3 +173,11 @@ def test_a_damaged_evaluator_row_is_skipped_and_counted(tmp_path):
     assert stats["eval_episodes"] == 2 and stats["eval_return_mean_last10"] == 15.0
     assert stats["damaged_csv_rows"] == {"evaluator.csv": 2}
     assert stats["first_reached"]["actor_steps"] == 200
+
+
+def test_node_restarts_add_up_over_the_lives_that_recorded_them():
+    from launch_programs.run_dir import restarts_of_all_lives
+
+    lives = [{"node_restarts": {"actor_1": 1, "learner": 1}}, {},  # Life 2 was killed.
+             {"node_restarts": {"learner": 2, "counter": 1}}]
+    assert restarts_of_all_lives(lives) == {"actor_1": 1, "learner": 3, "counter": 1}
