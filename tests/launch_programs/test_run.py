@@ -185,3 +185,32 @@ def test_an_unreachable_ray_address_fails_fast_in_one_line(capsys, tmp_path, add
     assert err.startswith(f"error: --ray_address={address}: ") and needle in err, err
     assert took < 30, took
     assert not os.path.exists(tmp_path / "run")  # Refused before anything was written.
+
+
+def test_ctrl_c_ends_a_run_that_is_still_joining_a_cluster(tmp_path):
+    """A gRPC server that is no Ray cluster keeps ray.init retrying; Ctrl-C still ends the run."""
+    import reverb
+
+    server = reverb.Server(tables=[reverb.Table.queue("q", 10)])
+    try:
+        cmd = [sys.executable, "-m", "launch_programs.run", "--launch=ray",
+               f"--ray_address=127.0.0.1:{server.port}", f"--logdir={tmp_path}/run"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        try:
+            for line in proc.stdout:  # The launch has begun: ray.init is trying to connect.
+                if line.startswith("[run] dqn on"):
+                    break
+            time.sleep(2.0)
+            sent = time.time()
+            os.killpg(proc.pid, signal.SIGINT)
+            out = proc.communicate(timeout=60)[0]
+            stopped_in = time.time() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finally:
+        server.stop()
+    assert proc.returncode == 130, out[-2000:]
+    assert stopped_in < 12, stopped_in
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "interrupted"

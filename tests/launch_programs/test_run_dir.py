@@ -181,3 +181,25 @@ def test_node_restarts_add_up_over_the_lives_that_recorded_them():
     lives = [{"node_restarts": {"actor_1": 1, "learner": 1}}, {},  # Life 2 was killed.
              {"node_restarts": {"learner": 2, "counter": 1}}]
     assert restarts_of_all_lives(lives) == {"actor_1": 1, "learner": 3, "counter": 1}
+
+
+def test_a_full_disk_mid_run_ends_it_in_one_line_naming_the_file(tmp_path, capsys, monkeypatch):
+    from agentkit import checkpointing
+
+    def full_disk(path, **arrays):
+        with open(path, "wb") as f:
+            f.write(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpointing.np, "savez", full_disk)
+    logdir = tmp_path / "run"
+    code = run.main(SMALL + [f"--logdir={logdir}", "--max_actor_steps=600", "--min_replay_size=100",
+                             "--batch_size=16", "--eval_episodes=0", "--print_every_s=0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1, err
+    assert "Traceback" not in "\n".join(err)
+    assert err[-1].startswith("error: ") and "cannot write checkpoint" in err[-1], err
+    assert "No space left on device" in err[-1]
+    assert not [p for p in (logdir / "checkpoints").iterdir() if ".tmp" in p.name]
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["status"] == "failed" and "No space left" in summary["error"]
