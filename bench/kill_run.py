@@ -19,7 +19,6 @@ life. Writes bench/results/kill_run.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import json
 import os
@@ -33,6 +32,9 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bench.process_tree import alive, descendants, outer_pid  # noqa: E402
 
 
 def last_actor_steps(logdir: str) -> int:
@@ -42,45 +44,6 @@ def last_actor_steps(logdir: str) -> int:
     with open(path) as f:
         rows = [r for r in csv.DictReader(f) if r.get("actor_steps")]
     return int(float(rows[-1]["actor_steps"])) if rows else 0
-
-
-def descendants(root: int) -> dict[int, str]:
-    """Every live process below `root`: pid -> its start time (to tell a reused pid)."""
-    parents, starts = {}, {}
-    for name in os.listdir("/proc"):
-        with contextlib.suppress(OSError, ValueError):
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if fields[0] != "Z":
-                parents[int(name)], starts[int(name)] = int(fields[1]), fields[19]
-    found, frontier = {}, [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, ppid in parents.items():
-            if ppid == parent and pid not in found:
-                found[pid] = starts[pid]
-                frontier.append(pid)
-    return found
-
-
-def alive(pid: int, start: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[19] == start and fields[0] != "Z"
-
-
-def outer_pid(root: int, inner: int) -> int:
-    """This machine's pid of the process below `root` whose innermost pid is `inner`."""
-    for pid in descendants(root):
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("NSpid:") and int(line.split()[-1]) == inner:
-                        return pid
-    raise LookupError(f"no process below {root} has pid {inner} in its namespace")
 
 
 class Run:
@@ -151,7 +114,7 @@ def main() -> int:
                 processes = descendants(first.proc.pid)
                 os.kill(first.proc.pid, signal.SIGKILL)
                 killed = time.monotonic()
-                while any(alive(p, s) for p, s in processes.items()) and time.monotonic() - killed < 300:
+                while _any_alive(processes) and time.monotonic() - killed < 300:
                     time.sleep(0.05)
                 kill.update(processes=len(processes),
                             last_process_gone_after_s=round(time.monotonic() - killed, 2))
@@ -209,6 +172,10 @@ def main() -> int:
           and driver.get("last_process_gone_after_s", 999) < 15
           and bool(resumed) and resumed[0] >= logged_at_kill - 2000)
     return 0 if ok else 1
+
+
+def _any_alive(processes: dict[int, tuple[str, str]]) -> bool:
+    return any(alive(pid, start) for pid, (start, _) in processes.items())
 
 
 def _first_row_after(logdir: str, before: int) -> int:

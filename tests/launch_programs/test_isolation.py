@@ -22,6 +22,7 @@ import time
 import numpy as np
 import pytest
 
+from bench.process_tree import alive, descendants
 from launch_programs.isolation import ISOLATED
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -148,36 +149,6 @@ def read_until(proc: subprocess.Popen, text: str, timeout: float = 60.0, fd: int
             assert chunk, f"EOF before {text!r}; output: {proc.seen.decode(errors='replace')}"
             proc.seen += chunk
     return proc.seen.decode(errors="replace")
-
-
-def descendants(root: int) -> dict[int, tuple[str, str]]:
-    """Every process below `root` (outer pids): pid -> (start time, name)."""
-    table = {}
-    for name in os.listdir("/proc"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(")") + 2:].split()
-            table[int(name)] = (int(fields[1]), fields[19], stat[stat.index("(") + 1:stat.rindex(")")])
-    found: dict[int, tuple[str, str]] = {}
-    frontier = [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, (ppid, start, comm) in table.items():
-            if ppid == parent and pid not in found:
-                found[pid] = (start, comm)
-                frontier.append(pid)
-    return found
-
-
-def alive(pid: int, start: str) -> bool:
-    """Whether `pid` is still the process that started at `start` and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[19] == start and fields[0] != "Z"
 
 
 def free_port() -> int:
