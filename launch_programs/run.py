@@ -316,25 +316,20 @@ class StopSignals:
         return 128 + (self.received or signal.SIGINT)
 
 
-def _is_local_run(argv: Sequence[str]) -> bool:
-    """Whether these flags ask for a run whose every process lives on this machine."""
-    scan = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+def _isolate(argv: Sequence[str]) -> None:
+    """Before anything starts a thread: a local run (threads, or a Ray of its own) moves into
+    private namespaces. Reads only the flags it needs; a bad value is left to the full parse."""
+    scan = _Parser(add_help=False, allow_abbrev=False)
     scan.add_argument("--launch", default="threads")
     scan.add_argument("--ray_address", default="")
-    known, _ = scan.parse_known_args(argv)
-    return known.launch == "threads" or not known.ray_address
-
-
-def _isolate(argv: Sequence[str]) -> None:
-    """Before anything starts a thread: a local run moves into private namespaces."""
-    scan = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     scan.add_argument("--private_network", type=_parse_bool, nargs="?", const=True, default=True)
     scan.add_argument("-h", "--help", action="store_true")
     try:
         known, _ = scan.parse_known_args(argv)
-    except (SystemExit, argparse.ArgumentError):  # A bad value: the full parse names it.
+    except UsageError:
         return
-    if known.private_network and not known.help and _is_local_run(argv):
+    local = known.launch == "threads" or not known.ray_address
+    if known.private_network and not known.help and local:
         from launch_programs.isolation import isolate_local_run
 
         print(f"[run] {isolate_local_run()}", flush=True)

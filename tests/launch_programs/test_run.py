@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
     (["--max_actor_steps=-5"], "--max_actor_steps"),
     (["--no_such_flag=1"], "--no_such_flag"),
     (["--max_actor_step=100"], "--max_actor_step"),  # A prefix is not taken for the flag.
+    (["--private_network=maybe"], "--private_network"),
 ])
 def test_bad_input_fails_with_one_line_naming_the_flag(argv, flag, capsys, tmp_path):
     code = run.main(argv + [f"--logdir={tmp_path}/run"])
@@ -40,6 +41,16 @@ def test_bad_input_fails_with_one_line_naming_the_flag(argv, flag, capsys, tmp_p
     assert len(err.splitlines()) == 1, err
     assert err.startswith("error: ") and flag in err, err
     assert not os.path.exists(tmp_path / "run")  # Nothing started, nothing written.
+
+
+def test_a_bad_flag_fails_in_one_line_from_the_shell_too(tmp_path):
+    """As `python -m launch_programs.run`, whose isolation step reads a few flags first."""
+    out = subprocess.run([sys.executable, "-m", "launch_programs.run", "--private_network=maybe",
+                          f"--logdir={tmp_path}/run"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: argument --private_network: expected true or false, got 'maybe'"]
 
 
 def test_help_lists_agent_flags(capsys):
