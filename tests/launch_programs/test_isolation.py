@@ -30,6 +30,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HELPER = r"""
 import os, signal, sys, time
 mode = sys.argv[1]
+# As a shell starts a program: under nohup (as CI may run) SIGHUP would come in ignored.
+for signum in (signal.SIGHUP, signal.SIGTERM):
+    signal.signal(signum, signal.SIG_DFL)
 if mode == "tty":  # A session leader (start_new_session) whose stdin is a pty: make it the terminal.
     import fcntl, termios
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)

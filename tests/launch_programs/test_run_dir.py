@@ -193,8 +193,10 @@ def test_a_full_disk_mid_run_ends_it_in_one_line_naming_the_file(tmp_path, capsy
 
     monkeypatch.setattr(checkpointing.np, "savez", full_disk)
     logdir = tmp_path / "run"
+    # No rate limit: actors blocked on inserts would wait out the stop once the learner died.
     code = run.main(SMALL + [f"--logdir={logdir}", "--max_actor_steps=600", "--min_replay_size=100",
-                             "--batch_size=16", "--eval_episodes=0", "--print_every_s=0"])
+                             "--batch_size=16", "--eval_episodes=0", "--print_every_s=0",
+                             "--samples_per_insert=0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1, err
     assert "Traceback" not in "\n".join(err)
