@@ -28,7 +28,9 @@ from agentkit.builders import ActorLearnerBuilder
 
 AGENTS: dict[str, str] = {
     "dqn": "agents.dqn:DQNBuilder",
+    "rainbow": "agents.rainbow:RainbowBuilder",
     "impala": "agents.impala:IMPALABuilder",
+    "appo": "agents.appo:APPOBuilder",
     "r2d2": "agents.r2d2:R2D2Builder",
     "d4pg": "agents.d4pg:D4PGBuilder",
 }

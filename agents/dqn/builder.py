@@ -75,6 +75,10 @@ class DQNBuilder(NStepTransitionReplay):
         return BatchedFeedForwardActor(policy, adders, client, priority_fn,
                                        fused_priority_policy=fused)
 
+    def _target_network(self, network, spec: EnvironmentSpec):
+        """A copy of the online network (an agent with another network overrides this)."""
+        return copy_network(network, spec, self.config)
+
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
                      counter: Counter | None = None, logger: Logger | None = None
@@ -84,7 +88,7 @@ class DQNBuilder(NStepTransitionReplay):
                              logger, c.batches_per_call)
         return DQNLearner(
             network=networks["q"],
-            target_network=copy_network(networks["q"], spec, c),
+            target_network=self._target_network(networks["q"], spec),
             io=io,
             learning_rate=c.learning_rate,
             target_update_period=c.target_update_period,

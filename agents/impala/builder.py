@@ -39,6 +39,7 @@ class IMPALABuilder(ActorLearnerBuilder):
     """Makes IMPALA's queue, batches, adder, policies, actors and learner."""
 
     config_class = IMPALAConfig
+    learner_class = IMPALALearner  # A subclass changes the loss (APPO).
     table_name = "unroll_queue"
 
     @classmethod
@@ -46,8 +47,10 @@ class IMPALABuilder(ActorLearnerBuilder):
         return field_values(IMPALAConfig.atari()) if env.startswith("atari:") else {}
 
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
-        """Behaviour logits; with an LSTM, also the core state each step began with."""
-        extras = {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32)}
+        """Behaviour logits and the weights' version; with an LSTM, also the core state each
+        step began with."""
+        extras = {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32),
+                  "policy_version": tf.TensorSpec((), tf.int64)}
         if self.config.lstm_size:
             size = self.config.lstm_size
             extras["core_state"] = (tf.TensorSpec((size,), tf.float32),
@@ -101,8 +104,10 @@ class IMPALABuilder(ActorLearnerBuilder):
         adders: Sequence[Adder] | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
-        client = make_variable_client(variable_source, {"policy": networks["policy"].variables},
-                                      self.config.variable_update_period)
+        client = make_variable_client(
+            variable_source,
+            {"policy": networks["policy"].variables, "policy_version": [policy.version]},
+            self.config.variable_update_period)
         if self.config.lstm_size:
             return BatchedRecurrentActor(policy, networks["policy"].initial_state, adders, client)
         return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
@@ -117,13 +122,16 @@ class IMPALABuilder(ActorLearnerBuilder):
         counter: Counter | None = None,
         logger: Logger | None = None,
     ) -> IMPALALearner:
-        c = self.config
         # The queue removes what it hands out: no priorities to write back.
         io = make_learner_io(iterator, replay_address, counter=counter, logger=logger)
+        return self.learner_class(io=io, **self._learner_kwargs(networks, spec))
+
+    def _learner_kwargs(self, networks: Networks, spec: EnvironmentSpec) -> dict[str, Any]:
+        """The learner's arguments from the config (a subclass adds its own)."""
+        c = self.config
         clip_rho, clip_pg_rho = c.rho_thresholds
-        return IMPALALearner(
+        return dict(
             network=networks["policy"],
-            io=io,
             signature=self.signature(spec),
             discount=c.discount,
             learning_rate=c.learning_rate,

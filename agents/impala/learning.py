@@ -132,19 +132,30 @@ class IMPALALearner(SGDLearner):
             clip_pg_rho_threshold=self._clip_pg_rho,
             lambda_=self._lambda,
         )
-        pg_loss = -_masked_mean(target_logp * returns.pg_advantages, mask)
+        pg_loss = self._policy_loss(target_logp, behaviour_logp, returns.pg_advantages, mask)
         baseline_loss = _masked_mean(0.5 * tf.square(returns.vs - values[:-1]), mask)
         policy = tf.nn.softmax(logits[:-1])
         entropy = _masked_mean(
             -tf.reduce_sum(policy * tf.nn.log_softmax(logits[:-1]), axis=-1), mask)
         loss = pg_loss + self._baseline_cost * baseline_loss - self._entropy_cost * entropy
+        # Policy lag: learner steps between the weights that acted and these.
+        lag = tf.cast(self._num_steps - data["extras"]["policy_version"][0], tf.float32)
         return {
             "loss": loss,
+            "policy_lag_mean": tf.reduce_mean(lag),
+            "policy_lag_max": tf.reduce_max(lag),
             "pg_loss": pg_loss,
             "baseline_loss": baseline_loss,
             "entropy": entropy,
             "rho_mean": _masked_mean(tf.exp(log_rhos), mask),
         }
+
+    def _policy_loss(self, target_logp: tf.Tensor, behaviour_logp: tf.Tensor,
+                     advantages: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+        """IMPALA's policy gradient: -mean(log pi(a_t|o_t) A_t) over the unmasked steps
+        (APPO replaces it with the clipped surrogate)."""
+        del behaviour_logp  # The correction is inside the V-trace advantages.
+        return -_masked_mean(target_logp * advantages, mask)
 
     def stats(self) -> dict:
         """Unrolls learned from, and taken from the queue but waiting for a full batch."""
@@ -162,4 +173,4 @@ class IMPALALearner(SGDLearner):
         return {"policy": self._network.variables}
 
     def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
-        return self._network_groups()
+        return dict(self._network_groups(), policy_version=[self._num_steps])

@@ -13,7 +13,10 @@ class SamplingPolicy(tf.Module):
     """observation batch -> (actions, logits); actions sampled, or argmax when greedy.
 
     The logits go to the unroll adder: the learner needs the behaviour
-    policy's probabilities for V-trace's importance ratios.
+    policy's probabilities for V-trace's importance ratios. So does
+    `policy_version`, the learner step of the weights that acted (the
+    variable client sets `version` with the weights): the learner logs the
+    policy lag from it.
     """
 
     def __init__(self, network: snt.Module, spec: EnvironmentSpec, greedy: bool = False,
@@ -22,6 +25,7 @@ class SamplingPolicy(tf.Module):
         self._network = network
         self._greedy = greedy
         self._rng = tf.random.Generator.from_seed(seed)
+        self.version = tf.Variable(0, dtype=tf.int64, trainable=False, name="policy_version")
         self.spec = spec
         signature = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
@@ -37,9 +41,12 @@ class SamplingPolicy(tf.Module):
             actions = tf.argmax(logits + gumbel, axis=-1, output_type=tf.int32)
         return tf.cast(actions, self.spec.actions.dtype)
 
+    def _extras(self, logits: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {"logits": logits, "policy_version": tf.fill(tf.shape(logits)[:1], self.version)}
+
     def _select(self, observation):
         logits, _ = self._network(observation)
-        return self._sample(logits), {"logits": logits}
+        return self._sample(logits), self._extras(logits)
 
     def __call__(self, observation):
         return self._policy(observation)
@@ -50,7 +57,7 @@ class SamplingPolicy(tf.Module):
 
 
 class RecurrentSamplingPolicy(SamplingPolicy):
-    """(observations, core states) -> (actions, {"logits"}, new core states)."""
+    """(observations, core states) -> (actions, {"logits", "policy_version"}, new core states)."""
 
     def __init__(self, network: snt.Module, spec: EnvironmentSpec, greedy: bool = False,
                  seed: int = 0):
@@ -62,7 +69,7 @@ class RecurrentSamplingPolicy(SamplingPolicy):
 
     def _select_recurrent(self, observation, state):
         (logits, _), new_state = self._network(observation, state)
-        return self._sample(logits), {"logits": logits}, new_state
+        return self._sample(logits), self._extras(logits), new_state
 
     def __call__(self, observation, state):
         return self._policy(observation, state)

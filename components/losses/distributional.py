@@ -10,6 +10,10 @@ in proportion to their closeness, after clipping z_i into [s_0, s_{M-1}]:
 Each z_i splits its mass between its two neighbouring support atoms
 (exactly one when it lands on one), so the result sums to 1 and keeps the
 mean of every distribution that lies within the support.
+
+`categorical_double_q_loss` builds Rainbow's target with it: the target
+network's distribution for the online network's greedy action, shifted
+by r + gamma z, projected, and matched by cross-entropy.
 """
 
 from __future__ import annotations
@@ -32,3 +36,55 @@ def categorical_projection(target_atoms: tf.Tensor, target_probs: tf.Tensor,
     distance = tf.abs(clipped[:, :, None] - support[None, None, :])
     weights = tf.clip_by_value(1.0 - distance / delta, 0.0, 1.0)
     return tf.reduce_sum(target_probs[:, :, None] * weights, axis=1)
+
+
+def categorical_double_q_loss(q_logits_tm1: tf.Tensor, a_tm1: tf.Tensor, r_t: tf.Tensor,
+                              discount_t: tf.Tensor, q_logits_t: tf.Tensor,
+                              q_t_selector: tf.Tensor, support: tf.Tensor) -> tf.Tensor:
+    """Rainbow's distributional double-Q loss (Hessel et al. 2018; C51: Bellemare et al. 2017).
+
+    Why: C51 learns the return distribution Z(x, a) on a fixed support z_1..z_N instead
+    of its mean; Rainbow picks the bootstrap action with the online network (double Q,
+    van Hasselt et al. 2016), which curbs the overestimation of a max over noisy
+    estimates, and evaluates it with the target network:
+
+        a*_b      = argmax_a q_t_selector[b, a]                 (online mean Q at t)
+        p_t[b]    = softmax(q_logits_t[b, a*_b])                (target network)
+        z'_b      = r_t[b] + discount_t[b] * z                   (a zero discount: all at r_t)
+        m[b]      = categorical_projection(z'_b, p_t[b], z)      (constant)
+        loss[b]   = -sum_j m[b, j] * log_softmax(q_logits_tm1[b, a_tm1[b]])_j
+
+    Args:
+      q_logits_tm1: [B, A, N] online logits at t-1.
+      a_tm1: [B] int actions taken at t-1.
+      r_t: [B] rewards.
+      discount_t: [B] discounts gamma * (1 - done).
+      q_logits_t: [B, A, N] target network logits at t.
+      q_t_selector: [B, A] values that choose the bootstrap action (online mean Q at t).
+      support: [N] sorted, evenly spaced atoms.
+
+    Returns:
+      [B] cross-entropies; gradients flow only into q_logits_tm1.
+    """
+    support = tf.convert_to_tensor(support, dtype=tf.float32)
+    q_logits_tm1 = tf.convert_to_tensor(q_logits_tm1, dtype=tf.float32)
+    q_logits_t = tf.convert_to_tensor(q_logits_t, dtype=tf.float32)
+    q_t_selector = tf.convert_to_tensor(q_t_selector, dtype=tf.float32)
+    r_t = tf.convert_to_tensor(r_t, dtype=tf.float32)
+    discount_t = tf.convert_to_tensor(discount_t, dtype=tf.float32)
+    a_tm1 = tf.convert_to_tensor(a_tm1)
+    for tensor, rank, name in ((q_logits_tm1, 3, "q_logits_tm1"), (a_tm1, 1, "a_tm1"),
+                               (r_t, 1, "r_t"), (discount_t, 1, "discount_t"),
+                               (q_logits_t, 3, "q_logits_t"), (q_t_selector, 2, "q_t_selector"),
+                               (support, 1, "support")):
+        if tensor.shape.rank is not None and tensor.shape.rank != rank:
+            raise ValueError(f"categorical_double_q_loss: {name} must have rank {rank}, "
+                             f"got shape {tensor.shape}.")
+
+    with tf.name_scope("categorical_double_q_loss"):
+        a_star = tf.argmax(q_t_selector, axis=-1, output_type=tf.int32)
+        probs_t = tf.nn.softmax(tf.gather(q_logits_t, a_star, axis=1, batch_dims=1), axis=-1)
+        atoms_t = r_t[:, None] + discount_t[:, None] * support[None, :]
+        target = tf.stop_gradient(categorical_projection(atoms_t, probs_t, support))
+        logits_tm1 = tf.gather(q_logits_tm1, tf.cast(a_tm1, tf.int32), axis=1, batch_dims=1)
+        return -tf.reduce_sum(target * tf.nn.log_softmax(logits_tm1, axis=-1), axis=-1)

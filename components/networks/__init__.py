@@ -8,12 +8,13 @@ from components.networks.distributional import DistributionalCritic
 from components.networks.dueling import DuelingHead
 from components.networks.layer_norm_mlp import LayerNormMLP
 from components.networks.mlp import MLPTorso
+from components.networks.noisy import NoisyLinear, NoisyMLP, set_noise
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentNetwork, RecurrentPolicyValue, RecurrentQNetwork
 from components.networks.torso import make_torso
 
 __all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "DistributionalCritic",
            "DuelingHead", "LayerNormMLP",
-           "MLPTorso",
+           "MLPTorso", "NoisyLinear", "NoisyMLP",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
-           "make_torso"]
+           "make_torso", "set_noise"]

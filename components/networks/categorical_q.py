@@ -13,7 +13,7 @@ atom, in logit space, before the softmax.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sonnet as snt
 import tensorflow as tf
@@ -24,7 +24,8 @@ class CategoricalQHead(snt.Module):
 
     def __init__(self, num_actions: int, num_atoms: int = 51, v_min: float = -10.0,
                  v_max: float = 10.0, hidden_sizes: Sequence[int] = (), dueling: bool = False,
-                 name: str = "categorical_q_head"):
+                 mlp: Callable[..., snt.Module] = snt.nets.MLP, name: str = "categorical_q_head"):
+        """`mlp(output_sizes, name=...)` makes each stream (noisy layers: `NoisyMLP`)."""
         super().__init__(name=name)
         if num_actions < 1:
             raise ValueError(f"num_actions must be >= 1, got {num_actions}")
@@ -36,9 +37,8 @@ class CategoricalQHead(snt.Module):
         self.atoms = tf.linspace(float(v_min), float(v_max), self.num_atoms)
         self._dueling = dueling
         hidden = list(hidden_sizes)
-        self._advantage = snt.nets.MLP(hidden + [self.num_actions * self.num_atoms],
-                                       name="advantage")
-        self._value = snt.nets.MLP(hidden + [self.num_atoms], name="value") if dueling else None
+        self._advantage = mlp(hidden + [self.num_actions * self.num_atoms], name="advantage")
+        self._value = mlp(hidden + [self.num_atoms], name="value") if dueling else None
 
     def __call__(self, features: tf.Tensor) -> tf.Tensor:
         advantages = tf.reshape(self._advantage(features),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sonnet as snt
 import tensorflow as tf
@@ -15,10 +15,12 @@ class DuelingHead(snt.Module):
     identifiable and keeps the optimisation stable, as in the paper.
     """
 
-    def __init__(self, num_actions: int, hidden_sizes: Sequence[int] = (), name: str = "dueling"):
+    def __init__(self, num_actions: int, hidden_sizes: Sequence[int] = (), name: str = "dueling",
+                 mlp: Callable[..., snt.Module] = snt.nets.MLP):
+        """`mlp(output_sizes)` makes each stream (noisy layers: `NoisyMLP`)."""
         super().__init__(name=name)
-        self._value = snt.nets.MLP(list(hidden_sizes) + [1])
-        self._advantage = snt.nets.MLP(list(hidden_sizes) + [num_actions])
+        self._value = mlp(list(hidden_sizes) + [1])
+        self._advantage = mlp(list(hidden_sizes) + [num_actions])
 
     def __call__(self, inputs: tf.Tensor) -> tf.Tensor:
         value = self._value(inputs)

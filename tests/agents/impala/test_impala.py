@@ -41,7 +41,9 @@ def _learner_and_batch(config, seed=0):
         "action": rng.integers(0, 2, (b, n)).astype(np.int32),
         "reward": rng.uniform(0, 1, (b, n)).astype(np.float32),
         "discount": np.ones((b, n), np.float32),
-        "extras": {"logits": logits.numpy().reshape(b, n, 2)},  # On-policy: behaviour == target.
+        # On-policy: behaviour == target, acted with the learner's current weights (version 0).
+        "extras": {"logits": logits.numpy().reshape(b, n, 2),
+                   "policy_version": np.zeros((b, n), np.int64)},
         "mask": np.ones((b, n), np.float32),
     }
     return learner, batch
@@ -65,13 +67,43 @@ def test_on_policy_ratios_are_one_and_masked_steps_do_not_count():
     learner, batch = _learner_and_batch(config, seed=1)
     batch["mask"][:, 2:] = 0.0
     batch["discount"][:, 1] = 0.0  # The episode terminated after step 1.
-    garbage = {k: (v.copy() if k != "extras" else {"logits": v["logits"].copy()})
+    garbage = {k: (v.copy() if k != "extras" else {e: x.copy() for e, x in v.items()})
                for k, v in batch.items()}
     garbage["reward"][:, 2:] = 1e3
     garbage["action"][:, 2:] = 1 - garbage["action"][:, 2:]
     garbage["extras"]["logits"][:, 2:] = 5.0
     losses = [float(learner._step_fn(b)["loss"]) for b in (batch, garbage)]
     assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+
+
+def test_the_policy_lag_of_each_unroll_is_logged():
+    config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,))
+    learner, batch = _learner_and_batch(config)
+    for _ in range(5):
+        learner._step_fn(batch)
+    # Unrolls acted with the weights of learner steps 5, 2 and 4; the learner is at step 5.
+    batch["extras"]["policy_version"][:] = np.array([[5], [2], [4]])
+    metrics = learner._step_fn(batch)
+    assert float(metrics["policy_lag_mean"]) == pytest.approx((0 + 3 + 1) / 3)
+    assert float(metrics["policy_lag_max"]) == 3.0
+
+
+def test_actors_record_the_version_of_the_weights_they_fetched():
+    builder = IMPALABuilder(IMPALAConfig(hidden_sizes=(8,)))
+    spec = make_environment_spec(fakes.match_the_sign())
+    networks = builder.make_networks(spec=spec)
+
+    class Source:
+        def get_variables(self, names):
+            assert names == ["policy", "policy_version"]
+            return [[v.numpy() for v in networks["policy"].variables], [np.int64(42)]]
+
+    policy = builder.make_policy(networks=builder.make_networks(spec=spec), spec=spec)
+    actor = builder.make_actor(policy=policy, networks=builder.make_networks(spec=spec),
+                               adders=None, variable_source=Source())
+    actor.update(wait=True)
+    _, extras = policy(np.zeros((3, 2), np.float32))
+    np.testing.assert_array_equal(extras["policy_version"].numpy(), [42, 42, 42])
 
 
 def test_impala_learns_match_the_sign_and_consumes_every_unroll_once(tmp_path):

@@ -1,0 +1,90 @@
+"""The Rainbow learner: distributional (C51), double, n-step, prioritized Q-learning.
+
+For a batch of n-step transitions (o_tm1, a_tm1, r_t, d_t, o_t), with r_t the
+discounted n-step return and d_t the bootstrap discount the adder wrote, and
+atoms z_1..z_N:
+
+    a*      = argmax_a Q(o_t, a)              (online network's mean: double Q)
+    target  = Phi(r_t + d_t z, p_target(o_t, a*))   (projected onto z, no gradient)
+    ce_i    = -sum_j target_j log p(o_tm1, a_tm1)_j
+    loss    = mean_i w_i ce_i,  priority_i = ce_i     (prioritized replay)
+
+Noisy layers draw fresh noise in every forward pass (online at o_tm1, online
+at o_t for the selection, target at o_t). The loop around the loss (clipping,
+the non-finite guard, priority write-back, the periodic target copy) is the
+shared `components.learners.SGDLearner`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import reverb
+import tensorflow as tf
+
+from agents.rainbow.networks import RainbowNetwork
+from components.learners import LearnerIO, OptimizerGroup, SGDLearner, TargetUpdate, importance_weights
+from components.losses import categorical_double_q_loss
+
+
+class RainbowLearner(SGDLearner):
+    """Trains a categorical Q-network from replay samples."""
+
+    def __init__(
+        self,
+        network: RainbowNetwork,
+        target_network: RainbowNetwork,
+        io: LearnerIO,
+        learning_rate: float,
+        target_update_period: int,
+        target_update_tau: float = 0.0,
+        learning_rate_final: float | None = None,
+        learning_rate_decay_steps: int = 0,
+        importance_sampling_exponent: float = 0.4,
+        max_gradient_norm: float = 10.0,
+        adam_epsilon: float = 1e-8,
+        double_q: bool = True,
+        num_sgd_steps_per_step: int = 1,
+    ):
+        self._network = network
+        self._target_network = target_network
+        self._beta = importance_sampling_exponent
+        self._double_q = double_q
+        group = OptimizerGroup.adam(network.trainable_variables, learning_rate,
+                                    learning_rate_final, learning_rate_decay_steps, adam_epsilon)
+        super().__init__(
+            io=io,
+            groups=[group],
+            max_gradient_norm=max_gradient_norm,
+            targets=TargetUpdate([(target_network, network)], target_update_period,
+                                 target_update_tau),
+            sgd_steps_per_batch=num_sgd_steps_per_step,
+        )
+
+    def loss(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
+        transitions = sample.data
+        o_tm1, o_t = transitions.observation, transitions.next_observation
+        a_tm1 = tf.cast(transitions.action, tf.int32)
+        logits_tm1 = self._network.logits(o_tm1)
+        logits_t = self._target_network.logits(o_t)
+        if self._double_q:
+            q_t_selector = self._network(o_t)
+        else:
+            q_t_selector = self._target_network.q_values(logits_t)
+        cross_entropy = categorical_double_q_loss(
+            logits_tm1, a_tm1, transitions.reward, transitions.discount, logits_t, q_t_selector,
+            self._network.atoms)
+        weights = importance_weights(sample.info.probability, self._beta)
+        q_a = tf.gather(self._network.q_values(logits_tm1), a_tm1, batch_dims=1)
+        return {
+            "loss": tf.reduce_mean(weights * cross_entropy),
+            "priorities": cross_entropy,
+            "q_mean": tf.reduce_mean(q_a),
+            "cross_entropy_mean": tf.reduce_mean(cross_entropy),
+        }
+
+    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        return {"q": self._network.variables, "q_target": self._target_network.variables}
+
+    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return self._network_groups()
