@@ -38,10 +38,12 @@ class FirstReached(BaseCallback):
         self.start = time.time()
         self.reached = None
         self.rounds = []
+        self.next_round = every  # Vectorised learners step several environments per call.
 
     def _on_step(self) -> bool:
-        if self.num_timesteps % self.every:
+        if self.num_timesteps < self.next_round:
             return True
+        self.next_round += self.every
         returns = []
         for e in range(self.episodes):
             obs, _ = self.env.reset(seed=10_000 + self.seed * 100 + e)

@@ -10,6 +10,7 @@ Writes bench/results/time_to_solve.json.
 
     python bench/time_to_solve.py --agents=dqn,impala,d4pg --seeds=0,1,2
     python bench/time_to_solve.py --agents=dqn,sb3_dqn   # against stable-baselines3
+    python bench/time_to_solve.py --agents=appo,impala,sb3_ppo
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ TASKS = {
              "--hidden_sizes=256,256", "--head_hidden_size=0",
              "--target_update_period=10", "--batch_size=64", "--epsilon_decay_steps=4000",
              "--epsilon_final=0.04"]),
+    "rainbow": ("gym:CartPole-v1", 475.0, 60_000, []),
     "impala": ("gym:CartPole-v1", 475.0, 100_000, []),
+    "appo": ("gym:CartPole-v1", 475.0, 100_000, []),
     "d4pg": ("gym:Pendulum-v1", -250.0, 60_000, []),
 }
 
@@ -81,16 +84,19 @@ def ensure_sb3_venv() -> None:
         subprocess.run([python, "-m", "pip", "install", "-q", *SB3_PACKAGES], check=True)
 
 
-def one_sb3_run(seed: int) -> dict:
-    """stable-baselines3's tuned DQN on CartPole (bench/sb3_dqn.py) for one seed."""
-    cmd = [os.path.join(SB3_VENV, "bin", "python"), os.path.join(ROOT, "bench", "sb3_dqn.py"),
+SB3_AGENTS = {"sb3_dqn": "dqn", "sb3_ppo": "impala"}  # -> the task whose settings they share.
+
+
+def one_sb3_run(agent: str, seed: int) -> dict:
+    """stable-baselines3's tuned DQN or PPO on CartPole (bench/sb3_dqn.py, sb3_ppo.py), one seed."""
+    cmd = [os.path.join(SB3_VENV, "bin", "python"), os.path.join(ROOT, "bench", f"{agent}.py"),
            f"--seed={seed}"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     reached = result["first_reached"]
     rounds = result["rounds"]
     return {
-        "agent": "sb3_dqn", "env": "gym:CartPole-v1", "target": 475.0, "seed": seed,
+        "agent": agent, "env": "gym:CartPole-v1", "target": 475.0, "seed": seed,
         "exit_code": done.returncode, "solved": reached is not None,
         "wall_time_s": reached and reached["wall_time_s"],
         "actor_steps": reached and reached["actor_steps"],
@@ -103,8 +109,9 @@ def one_sb3_run(seed: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default="dqn,impala,d4pg",
-                        help="any of dqn, impala, d4pg, and sb3_dqn (stable-baselines3's DQN "
-                             "on CartPole, in .venv-sb3, made on first use)")
+                        help="any of dqn, rainbow, impala, appo, d4pg, and sb3_dqn or sb3_ppo "
+                             "(stable-baselines3's DQN or PPO on CartPole, in .venv-sb3, made on "
+                             "first use)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                       "time_to_solve.json"))
@@ -113,21 +120,22 @@ def main(argv=None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "agents": {}}
     agents = args.agents.split(",")
-    unknown = [a for a in agents if a not in TASKS and a != "sb3_dqn"]
+    unknown = [a for a in agents if a not in TASKS and a not in SB3_AGENTS]
     if unknown:
-        parser.error(f"--agents: unknown {unknown}; allowed: {', '.join(TASKS)}, sb3_dqn")
-    if "sb3_dqn" in agents:
+        parser.error(f"--agents: unknown {unknown}; allowed: {', '.join([*TASKS, *SB3_AGENTS])}")
+    if any(a in SB3_AGENTS for a in agents):
         ensure_sb3_venv()
     # Seeds outside, agents inside: each agent's runs are spread over the same
     # stretch of time, so a noisy neighbour on a shared machine hits them alike.
     all_runs = {agent: [] for agent in agents}
     for seed in seeds:
         for agent in agents:
-            run = one_sb3_run(seed) if agent == "sb3_dqn" else one_run(agent, seed, workdir)
+            run = (one_sb3_run(agent, seed) if agent in SB3_AGENTS
+                   else one_run(agent, seed, workdir))
             all_runs[agent].append(run)
     for agent in agents:
         runs = all_runs[agent]
-        task = TASKS["dqn" if agent == "sb3_dqn" else agent]
+        task = TASKS[SB3_AGENTS.get(agent, agent)]
         for run in runs:
             print(f"[time_to_solve] {agent} seed {run['seed']}: "
                   + (f"{run['wall_time_s']:.1f} s, {run['actor_steps']} actor steps"

@@ -79,6 +79,8 @@ class DQNBuilder(NStepTransitionReplay):
         """A copy of the online network (an agent with another network overrides this)."""
         return copy_network(network, spec, self.config)
 
+    learner_class = DQNLearner  # An agent with another loss (Rainbow) names its own.
+
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
                      counter: Counter | None = None, logger: Logger | None = None
@@ -86,7 +88,7 @@ class DQNBuilder(NStepTransitionReplay):
         c = self.config
         io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
                              logger, c.batches_per_call)
-        return DQNLearner(
+        return self.learner_class(
             network=networks["q"],
             target_network=self._target_network(networks["q"], spec),
             io=io,

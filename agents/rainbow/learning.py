@@ -17,49 +17,16 @@ shared `components.learners.SGDLearner`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import reverb
 import tensorflow as tf
 
-from agents.rainbow.networks import RainbowNetwork
-from components.learners import LearnerIO, OptimizerGroup, SGDLearner, TargetUpdate, importance_weights
+from agents.dqn.learning import DQNLearner
+from components.learners import importance_weights
 from components.losses import categorical_double_q_loss
 
 
-class RainbowLearner(SGDLearner):
-    """Trains a categorical Q-network from replay samples."""
-
-    def __init__(
-        self,
-        network: RainbowNetwork,
-        target_network: RainbowNetwork,
-        io: LearnerIO,
-        learning_rate: float,
-        target_update_period: int,
-        target_update_tau: float = 0.0,
-        learning_rate_final: float | None = None,
-        learning_rate_decay_steps: int = 0,
-        importance_sampling_exponent: float = 0.4,
-        max_gradient_norm: float = 10.0,
-        adam_epsilon: float = 1e-8,
-        double_q: bool = True,
-        num_sgd_steps_per_step: int = 1,
-    ):
-        self._network = network
-        self._target_network = target_network
-        self._beta = importance_sampling_exponent
-        self._double_q = double_q
-        group = OptimizerGroup.adam(network.trainable_variables, learning_rate,
-                                    learning_rate_final, learning_rate_decay_steps, adam_epsilon)
-        super().__init__(
-            io=io,
-            groups=[group],
-            max_gradient_norm=max_gradient_norm,
-            targets=TargetUpdate([(target_network, network)], target_update_period,
-                                 target_update_tau),
-            sgd_steps_per_batch=num_sgd_steps_per_step,
-        )
+class RainbowLearner(DQNLearner):
+    """DQN's learner (optimizer, targets, the loop) with the categorical loss."""
 
     def loss(self, sample: reverb.ReplaySample) -> dict[str, tf.Tensor]:
         transitions = sample.data
@@ -82,9 +49,3 @@ class RainbowLearner(SGDLearner):
             "q_mean": tf.reduce_mean(q_a),
             "cross_entropy_mean": tf.reduce_mean(cross_entropy),
         }
-
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
-        return {"q": self._network.variables, "q_target": self._target_network.variables}
-
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
-        return self._network_groups()

@@ -23,14 +23,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-
-def _check_rank(tensor: tf.Tensor, rank: int, name: str) -> None:
-    actual = tensor.shape.rank
-    if actual is not None and actual != rank:
-        raise ValueError(
-            f"generalized_advantage_estimation: {name} must have rank {rank} "
-            f"(shape {'[T, B]' if rank == 2 else '[B]'}), got rank {actual} with shape {tensor.shape}."
-        )
+from components.losses.ranks import check_rank
 
 
 def generalized_advantage_estimation(
@@ -58,10 +51,10 @@ def generalized_advantage_estimation(
     values = tf.convert_to_tensor(values, dtype=tf.float32)
     bootstrap_value = tf.convert_to_tensor(bootstrap_value, dtype=tf.float32)
 
-    _check_rank(rewards, 2, "rewards")
-    _check_rank(discounts, 2, "discounts")
-    _check_rank(values, 2, "values")
-    _check_rank(bootstrap_value, 1, "bootstrap_value")
+    check_rank("generalized_advantage_estimation", rewards, 2, "rewards")
+    check_rank("generalized_advantage_estimation", discounts, 2, "discounts")
+    check_rank("generalized_advantage_estimation", values, 2, "values")
+    check_rank("generalized_advantage_estimation", bootstrap_value, 1, "bootstrap_value")
 
     with tf.name_scope("generalized_advantage_estimation"):
         values_tp1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)

@@ -21,21 +21,14 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from components.losses.ranks import check_rank
+
 
 class VTraceReturns(NamedTuple):
     """V-trace outputs, both [T, B] and treated as constants (no gradient)."""
 
     vs: tf.Tensor
     pg_advantages: tf.Tensor
-
-
-def _check_rank(tensor: tf.Tensor, rank: int, name: str) -> None:
-    actual = tensor.shape.rank
-    if actual is not None and actual != rank:
-        raise ValueError(
-            f"vtrace: {name} must have rank {rank} (shape {'[T, B]' if rank == 2 else '[B]'}), "
-            f"got rank {actual} with shape {tensor.shape}."
-        )
 
 
 def vtrace(
@@ -72,11 +65,11 @@ def vtrace(
     values = tf.convert_to_tensor(values, dtype=tf.float32)
     bootstrap_value = tf.convert_to_tensor(bootstrap_value, dtype=tf.float32)
 
-    _check_rank(log_rhos, 2, "log_rhos")
-    _check_rank(discounts, 2, "discounts")
-    _check_rank(rewards, 2, "rewards")
-    _check_rank(values, 2, "values")
-    _check_rank(bootstrap_value, 1, "bootstrap_value")
+    check_rank("vtrace", log_rhos, 2, "log_rhos")
+    check_rank("vtrace", discounts, 2, "discounts")
+    check_rank("vtrace", rewards, 2, "rewards")
+    check_rank("vtrace", values, 2, "values")
+    check_rank("vtrace", bootstrap_value, 1, "bootstrap_value")
 
     with tf.name_scope("vtrace"):
         rhos = tf.exp(log_rhos)
