@@ -1,8 +1,9 @@
 """The run directory (`--logdir`): what a run may clear, resume and must not mix.
 
 A directory becomes a run's when the run writes its marker file there.
-`--fresh` clears only a marked directory, and only the files a run writes
-(a user's own files next to them stay). `run.json` records the agent, the
+`--fresh` clears only a marked directory (or an unmarked one that holds
+nothing but a run's files: a run from before the marker), and only the
+files a run writes (a user's own files next to them stay). `run.json` records the agent, the
 environment and every setting; a rerun in the same directory resumes only
 if it matches them, except for the settings that may change on resume
 (`RESUMABLE`: the step budget, logging, where the nodes run), which are
@@ -105,10 +106,14 @@ class RunDir:
             return self
         marked = os.path.exists(os.path.join(path, MARKER))
         if self.fresh:
-            if not marked and os.listdir(path):
+            # Unmarked (a run from before the marker existed) is fine when it holds nothing else.
+            own = {os.path.basename(p) for p in run_files(path)}
+            foreign = sorted(set(os.listdir(path)) - own)
+            if not marked and foreign:
                 raise RunDirError(
-                    f"--fresh: {path} is not a run directory of this toolkit (it has no {MARKER} "
-                    f"marker), so nothing in it is deleted; give a new --logdir")
+                    f"--fresh: {path} is not a run directory of this toolkit (no {MARKER} marker, "
+                    f"and it holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}), "
+                    f"so nothing in it is deleted; give a new --logdir")
             return self
         record_path = os.path.join(path, RECORD)
         if os.path.exists(record_path):

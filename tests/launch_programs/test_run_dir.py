@@ -64,6 +64,16 @@ def test_fresh_refuses_a_directory_that_no_run_wrote(tmp_path, capsys, monkeypat
     assert (tmp_path / "thesis.txt").read_text() == "years of work"
 
 
+def test_fresh_clears_an_unmarked_directory_that_holds_only_a_runs_files(tmp_path):
+    """A run from before the marker existed (as `make run` leaves in runs/make-run)."""
+    (tmp_path / "checkpoints").mkdir()
+    for name in ("summary.json", "actor.csv", ".actor.csv.lock"):
+        (tmp_path / name).write_text("x")
+    fresh = RunDir.inspect(run.parse(SMALL + [f"--logdir={tmp_path}", "--fresh"]))
+    fresh.open()
+    assert sorted(os.listdir(tmp_path)) == sorted([MARKER, RECORD])
+
+
 def test_fresh_clears_only_the_run_files_and_only_after_every_check(tmp_path, capsys):
     logdir = tmp_path / "run"
     _recorded_run(logdir)
