@@ -21,7 +21,7 @@ from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
 from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
-from agents.dqn.networks import copy_network, make_networks
+from agents.dqn.networks import make_networks
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
 from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
@@ -76,8 +76,12 @@ class DQNBuilder(NStepTransitionReplay):
                                        fused_priority_policy=fused)
 
     def _target_network(self, network, spec: EnvironmentSpec):
-        """A copy of the online network (an agent with another network overrides this)."""
-        return copy_network(network, spec, self.config)
+        """A new network from `make_networks` holding the online network's values (so an
+        agent with another network, Rainbow, gets its target without code of its own)."""
+        clone = self.make_networks(spec=spec)["q"]
+        for target, source in zip(clone.variables, network.variables):
+            target.assign(source)
+        return clone
 
     learner_class = DQNLearner  # An agent with another loss (Rainbow) names its own.
 

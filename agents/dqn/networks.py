@@ -33,13 +33,5 @@ def make_networks(spec: EnvironmentSpec, config: DQNConfig) -> dict[str, snt.Mod
     return {"q": make_q_network(spec, config)}
 
 
-def copy_network(network: snt.Module, spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
-    """A new network of the same architecture holding the same values."""
-    clone = make_q_network(spec, config)
-    for target, source in zip(clone.variables, network.variables):
-        target.assign(source)
-    return clone
-
-
 def num_parameters(network: snt.Module) -> int:
     return int(sum(np.prod(v.shape) for v in network.trainable_variables))

@@ -15,7 +15,7 @@ from agentkit.specs import EnvironmentSpec
 from agents.dqn import DQNBuilder, DQNLearner
 from agents.rainbow.config import RainbowConfig
 from agents.rainbow.learning import RainbowLearner
-from agents.rainbow.networks import copy_network, make_networks
+from agents.rainbow.networks import make_networks
 from components.actors import EpsilonGreedyPolicy
 from components.networks import set_noise
 
@@ -45,9 +45,6 @@ class RainbowBuilder(DQNBuilder):
             return EpsilonGreedyPolicy(networks["q"], spec, 0.0, 0.0, 0, seed)
         return super().make_policy(networks=networks, spec=spec, seed=seed, actor_id=actor_id,
                                    num_actors=num_actors)
-
-    def _target_network(self, network, spec: EnvironmentSpec):
-        return copy_network(network, spec, self.config)
 
     @property
     def learner_class(self):

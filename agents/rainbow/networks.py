@@ -62,10 +62,3 @@ def make_network(spec: EnvironmentSpec, config: RainbowConfig) -> RainbowNetwork
 def make_networks(spec: EnvironmentSpec, config: RainbowConfig) -> dict[str, snt.Module]:
     """The online network; the learner copies it into its target network."""
     return {"q": make_network(spec, config)}
-
-
-def copy_network(network: snt.Module, spec: EnvironmentSpec, config: RainbowConfig) -> snt.Module:
-    clone = make_network(spec, config)
-    for target, source in zip(clone.variables, network.variables):
-        target.assign(source)
-    return clone
