@@ -100,6 +100,12 @@ class Program:
         return [stage for stage in stages if stage.names]
 
 
+def first_line(error: BaseException) -> str:
+    """An exception's message cut to its first line (its type's name when it has none)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 class NodeError(RuntimeError):
     """A node raised; carries the node's name and formatted traceback."""
 

@@ -35,6 +35,7 @@ from launch_programs.program import (
     NodeError,
     Program,
     Stage,
+    first_line,
     shutdown_despite_interrupts,
 )
 
@@ -102,8 +103,7 @@ def check_ray_address(address: str, timeout_s: float = 5.0) -> str:
     try:
         resolved = services.canonicalize_bootstrap_address_or_die(address)
     except (ConnectionError, ValueError) as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RayAddressError(f"--ray_address={address}: {reason}") from None
+        raise RayAddressError(f"--ray_address={address}: {first_line(e)}") from None
     host, _, port = resolved.rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as conn:
@@ -341,8 +341,7 @@ class RayLauncher:
         try:
             ray.init(address=address, log_to_driver=True)
         except ConnectionError as e:
-            reason = str(e).strip().splitlines()[0] if str(e).strip() else "ConnectionError"
-            raise RayAddressError(f"--ray_address={address}: {reason}") from None
+            raise RayAddressError(f"--ray_address={address}: {first_line(e)}") from None
 
     def _build(self) -> None:
         import ray

@@ -171,6 +171,11 @@ class RunSpec:
     observation_indices: tuple[int, ...] = ()
     private_network: bool = True
 
+    @property
+    def on_cluster(self) -> bool:
+        """Whether the nodes join an existing Ray cluster (so the replay may be on another host)."""
+        return self.launch == "ray" and bool(self.ray_config.ray_address)
+
 
 def parse(argv: Sequence[str]) -> RunSpec | None:
     """Parses and validates flags; returns None after printing --help."""
@@ -360,10 +365,9 @@ def _check_before_launch(run: RunSpec):
 
     run_dir = RunDir.inspect(run)
     port = run.program_config.replay_port
-    local_replay = run.launch == "threads" or not run.ray_config.ray_address
-    if port and local_replay and port_in_use(port):
+    if port and not run.on_cluster and port_in_use(port):
         raise UsageError(f"--replay_port: port {port} is in use")
-    if run.launch == "ray" and run.ray_config.ray_address:
+    if run.on_cluster:
         check_ray_address(run.ray_config.ray_address)
     return run_dir
 
@@ -394,7 +398,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     from launch_programs.agent_program import make_agent_program
     from launch_programs.program import LaunchResult
     from launch_programs.ray_launcher import RayAddressError, RayLauncher
-    from launch_programs.run_dir import restarts_of_all_lives
+    from launch_programs.run_dir import describe_changes, restarts_of_all_lives
     from launch_programs.summary import write_summary
     from launch_programs.threads import ThreadsLauncher
 
@@ -405,8 +409,8 @@ def _main(argv: list[str], signals: StopSignals) -> int:
               f"{int(initial_counts.get('learner_steps', 0))} wall_time_s="
               f"{run_dir.prior_wall_s:.0f} (life {len(run_dir.lives)})", flush=True)
         if run_dir.changed:
-            print("[run] changed on resume (recorded in run.json): " + ", ".join(
-                f"--{k} {a!r} -> {b!r}" for k, (a, b) in run_dir.changed.items()), flush=True)
+            print(f"[run] changed on resume (recorded in run.json): "
+                  f"{describe_changes(run_dir.changed)}", flush=True)
         if run_dir.unchecked:
             print(f"[run] {run.logdir} has no run.json (an older run): its settings were not "
                   f"compared with this command's", flush=True)
@@ -492,7 +496,7 @@ def _network_status(run: RunSpec) -> str:
     """Who can reach the run's servers, for summary.json."""
     from launch_programs.isolation import isolation_status
 
-    if run.launch == "ray" and run.ray_config.ray_address:
+    if run.on_cluster:
         return "cluster: the replay listens on every interface of its host, without authentication"
     return isolation_status()
 
@@ -518,9 +522,9 @@ def _expected(error: BaseException) -> bool:
 
 def _one_line(error) -> str:
     """A NodeError as one line: the node, and the cause's own message for an expected failure."""
-    if _expected(error.error):
-        return f"{error.node}: {error.error}"
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
+    from launch_programs.program import first_line
+
+    return f"{error.node}: {error.error}" if _expected(error.error) else first_line(error)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,8 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> dict[str, tuple[Any
     return changed
 
 
-def _describe(changed: dict[str, tuple[Any, Any]]) -> str:
+def describe_changes(changed: dict[str, tuple[Any, Any]]) -> str:
+    """`--discount 0.99 -> 0.5, ...`: the differing settings as the user's flags."""
     return ", ".join(f"--{name} {a!r} -> {b!r}" for name, (a, b) in changed.items())
 
 
@@ -127,7 +128,7 @@ class RunDir:
             fixed = {k: v for k, v in self.changed.items() if k not in RESUMABLE}
             if fixed:
                 raise RunDirError(
-                    f"--logdir: {path} holds a run with other settings ({_describe(fixed)}); "
+                    f"--logdir: {path} holds a run with other settings ({describe_changes(fixed)}); "
                     f"rerun with --fresh to replace it, or use another --logdir")
             self.lives = list(record.get("lives", []))
         saved = read_saved_counts(path)  # A damaged file fails here, naming it.
