@@ -21,7 +21,7 @@ from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
 from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
-from agents.dqn.networks import make_networks
+from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
 from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
@@ -45,9 +45,6 @@ class DQNBuilder(NStepTransitionReplay):
     @property
     def _items_per_batch(self) -> int:
         return self.config.batch_size * self.config.num_sgd_steps_per_step
-
-    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
-        return make_networks(spec, self.config)
 
     def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
                     evaluation: bool = False, seed: int = 0, actor_id: int = 0,
@@ -75,10 +72,17 @@ class DQNBuilder(NStepTransitionReplay):
         return BatchedFeedForwardActor(policy, adders, client, priority_fn,
                                        fused_priority_policy=fused)
 
+    def _make_q_network(self, spec: EnvironmentSpec):
+        """A fresh Q-network (an agent with another network, Rainbow, returns its own)."""
+        return make_q_network(spec, self.config)
+
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
+        return {"q": self._make_q_network(spec)}
+
     def _target_network(self, network, spec: EnvironmentSpec):
-        """A new network from `make_networks` holding the online network's values (so an
-        agent with another network, Rainbow, gets its target without code of its own)."""
-        clone = self.make_networks(spec=spec)["q"]
+        """A fresh network holding the online network's values. Not through
+        `make_networks`: the contract counts that call once per node."""
+        clone = self._make_q_network(spec)
         for target, source in zip(clone.variables, network.variables):
             target.assign(source)
         return clone
