@@ -5,7 +5,10 @@ A builder makes every part of an agent from its config. The generic program
 keyword, inside whichever node needs each part, in this process or another:
 
     node        when                      calls
-    (command)   before launch             preset(env), make_networks   (a mismatch fails here)
+    (command)   before launch             preset(env), configure_acting, make_networks
+                                          (a mismatch fails here)
+    (program)   when the graph is made    configure_acting (the builder then travels to
+                                          every node with what it recorded)
     replay      at construction           make_replay_tables
     learner     at construction           make_networks, make_dataset_iterator, make_learner
     actor_i     at construction           make_networks, make_batched_adder or make_adder
@@ -59,6 +62,14 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
         dataclass defaults. Flags the user gives override these."""
         del env
         return {}
+
+    def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
+                         env_groups: int) -> None:
+        """Told how the program acts, before any part is made. A builder whose parts depend on
+        it records it here (PPO: its learner takes one rollout per actor each round, of
+        `num_envs_per_actor` environments); it raises ConfigError, naming the flag, for a
+        layout it cannot run. The default accepts any layout."""
+        del num_actors, num_envs_per_actor, env_groups
 
     @abc.abstractmethod
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:

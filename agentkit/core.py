@@ -54,6 +54,10 @@ class Actor(abc.ABC):
     def update(self, wait: bool = False) -> None:
         """Refreshes the actor's parameters from its variable source."""
 
+    def interrupt(self) -> None:
+        """Ends any wait inside `update` at once (thread-safe): an actor that waits for its
+        learner every round (PPO) must not outlive a stopped program. Default: no waits."""
+
 
 class VariableSource(abc.ABC):
     """Something that serves named lists of variables (as numpy arrays)."""

@@ -85,8 +85,14 @@ class _LoopBase:
         )
 
     def stop(self) -> None:
-        """Asks the loop to stop after its current step (thread-safe)."""
+        """Asks the loop to stop after its current step (thread-safe); an actor waiting for
+        its learner is interrupted."""
         self._stopped = True
+        for actor in self._actors():
+            actor.interrupt()
+
+    def _actors(self) -> list:
+        return [self._actor]
 
     def close(self) -> None:
         self._count(0, force=True)
@@ -158,6 +164,9 @@ class BatchedEnvironmentLoop(_LoopBase):
             raise ValueError(f"{len(environments)} environment groups but {len(actors)} actors")
         super().__init__(environments[0], actors[0], *args, **kwargs)
         self._groups = [_Group(e, a) for e, a in zip(environments, actors)]
+
+    def _actors(self) -> list:
+        return [group.actor for group in self._groups]
 
     def run(self, num_episodes: int | None = None, num_steps: int | None = None) -> None:
         groups = self._groups

@@ -11,6 +11,7 @@ Writes bench/results/time_to_solve.json.
     python bench/time_to_solve.py --agents=dqn,impala,d4pg --seeds=0,1,2
     python bench/time_to_solve.py --agents=dqn,sb3_dqn   # against stable-baselines3
     python bench/time_to_solve.py --agents=appo,impala,sb3_ppo
+    python bench/time_to_solve.py --agents=ppo,a2c,sb3_ppo --out=bench/results/time_to_solve_ppo.json
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ TASKS = {
     "rainbow": ("gym:CartPole-v1", 475.0, 60_000, []),
     "impala": ("gym:CartPole-v1", 475.0, 100_000, []),
     "appo": ("gym:CartPole-v1", 475.0, 100_000, []),
+    "ppo": ("gym:CartPole-v1", 475.0, 60_000, []),
+    "a2c": ("gym:CartPole-v1", 475.0, 60_000, []),
     "d4pg": ("gym:Pendulum-v1", -250.0, 60_000, []),
 }
 
@@ -109,7 +112,7 @@ def one_sb3_run(agent: str, seed: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default="dqn,impala,d4pg",
-                        help="any of dqn, rainbow, impala, appo, d4pg, and sb3_dqn or sb3_ppo "
+                        help="any of dqn, rainbow, impala, appo, ppo, a2c, d4pg, and sb3_dqn or sb3_ppo "
                              "(stable-baselines3's DQN or PPO on CartPole, in .venv-sb3, made on "
                              "first use)")
     parser.add_argument("--seeds", default="0,1,2")

@@ -1,13 +1,18 @@
-"""Keeps an actor's copy of the learner's weights fresh without blocking acting.
+"""Keeps an actor's copy of the learner's weights fresh.
 
-Every `update_period` calls of `update()`, a background thread fetches the
-named variables from the source; a later `update()` copies the arrived values
-into the local variables. Acting never waits on the fetch.
+`VariableClient`: every `update_period` calls of `update()`, a background
+thread fetches the named variables from the source; a later `update()` copies
+the arrived values into the local variables. Acting never waits on the fetch.
+
+`RoundVariableClient` (synchronous on-policy agents, PPO): after every round
+of `round_length` calls, `update()` waits until the learner serves weights of
+another version, so that every step of a round acts with the same weights.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,7 +41,12 @@ class VariableClient:
         self._arrived: list[list[np.ndarray]] | None = None
         self._fetching = False
         self._error: BaseException | None = None
+        self._interrupted = threading.Event()
         self.num_updates = 0  # How many times new values were copied in.
+
+    def interrupt(self) -> None:
+        """Ends a wait in `update` (this client never waits: nothing to end)."""
+        self._interrupted.set()
 
     def update(self, wait: bool = False) -> None:
         """Copies arrived values; starts a fetch every `update_period` calls."""
@@ -81,6 +91,51 @@ class VariableClient:
             for variable, value in zip(local, new):
                 variable.assign(value)
         self.num_updates += 1
+
+
+class RoundVariableClient(VariableClient):
+    """Waits at the end of every round of `round_length` steps for the learner's next weights.
+
+    The learner serves `version_name` (its update count) beside the weights,
+    and the actor's copy of it is `variables[version_name][0]`. At a round's
+    end `update()` polls the version alone every `poll_s` until it differs
+    from the one the round acted with (differs, not exceeds: a learner that
+    restarted from an older checkpoint must release its actors too), then
+    fetches weights and version together. `interrupt()` ends the wait (a
+    stopping program). `wait_s` sums the time spent waiting.
+    """
+
+    def __init__(self, source: core.VariableSource, variables: dict[str, Sequence[tf.Variable]],
+                 round_length: int, version_name: str = "policy_version", poll_s: float = 0.001):
+        if round_length < 1:
+            raise ValueError(f"round_length must be >= 1, got {round_length}")
+        if version_name not in variables:
+            raise ValueError(f"the variables have no '{version_name}' to wait on")
+        super().__init__(source, variables)
+        self._round_length = round_length
+        self._version_name = version_name
+        self._version = variables[version_name][0]
+        self._poll_s = poll_s
+        self._steps = 0
+        self.wait_s = 0.0
+
+    def update(self, wait: bool = False) -> None:
+        if wait:  # Now, whatever the version: a (re)started actor's first weights.
+            self.update_and_wait()
+            return
+        self._steps += 1
+        if self._steps < self._round_length:
+            return
+        self._steps = 0
+        start = time.monotonic()
+        acted = int(self._version.numpy())
+        while not self._interrupted.is_set():
+            [[served]] = self._source.get_variables([self._version_name])
+            if int(served) != acted:
+                self.update_and_wait()
+                break
+            self._interrupted.wait(self._poll_s)
+        self.wait_s += time.monotonic() - start
 
 
 def make_variable_client(source: core.VariableSource | None,

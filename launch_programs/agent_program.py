@@ -50,6 +50,9 @@ def make_agent_program(
     if not isinstance(builder, ActorLearnerBuilder):
         raise TypeError(f"make_agent_program needs an agentkit.builders.ActorLearnerBuilder, "
                         f"got {type(builder).__name__}")
+    builder.configure_acting(num_actors=config.num_actors,
+                             num_envs_per_actor=config.num_envs_per_actor,
+                             env_groups=config.env_groups)
     run = nodes.RunContext(logdir=logdir, start_time=time.time() if start_time is None
                            else start_time, seed=config.seed,
                            print_every_s=config.print_every_s)

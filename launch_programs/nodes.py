@@ -229,13 +229,26 @@ class ActorNode:
         """Environment steps this actor took (since its process started)."""
         return self._loop.steps
 
+    def _watch_budget(self, done: threading.Event) -> None:
+        """Stops the loop once all actors together spent the budget, even while this actor
+        waits for its learner (a synchronous round that the other actors, already stopped,
+        will never complete)."""
+        while not done.wait(0.5):
+            if self._budget_spent(self._counter.get_counts()):
+                self._loop.stop()
+                return
+
     def run(self) -> None:
+        done = threading.Event()
         try:
             if self._budget_spent(self._counter.get_counts()):
                 return
             self._actors[0].update(wait=True)
+            threading.Thread(target=self._watch_budget, args=(done,), daemon=True,
+                             name=f"actor_{self._actor_id}-budget").start()
             self._loop.run()
         finally:
+            done.set()
             for actor in self._actors:
                 actor.close()  # Flushes every adder: the last items reach replay.
             self._actor_counter.flush()

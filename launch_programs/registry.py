@@ -31,6 +31,8 @@ AGENTS: dict[str, str] = {
     "rainbow": "agents.rainbow:RainbowBuilder",
     "impala": "agents.impala:IMPALABuilder",
     "appo": "agents.appo:APPOBuilder",
+    "ppo": "agents.ppo:PPOBuilder",
+    "a2c": "agents.ppo:A2CBuilder",
     "r2d2": "agents.r2d2:R2D2Builder",
     "d4pg": "agents.d4pg:D4PGBuilder",
 }

@@ -263,6 +263,13 @@ def prepare(run: RunSpec):
     spec = make_environment_spec(environment)
     environment.close()
     builder = run.builder_class(run.agent_config)
+    program = run.program_config
+    try:
+        builder.configure_acting(num_actors=program.num_actors,
+                                 num_envs_per_actor=program.num_envs_per_actor,
+                                 env_groups=program.env_groups)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None  # It names the flag (and the agent).
     try:
         builder.make_networks(spec=spec)
     except (ConfigError, ValueError) as e:

@@ -76,6 +76,10 @@ class BatchedActorBase(core.Actor):
         if self._client is not None:
             self._client.update(wait)
 
+    def interrupt(self) -> None:
+        if self._client is not None:
+            self._client.interrupt()
+
     def close(self) -> None:
         for adder in self._adders:
             adder.close()
@@ -99,7 +103,8 @@ class BatchedFeedForwardActor(BatchedActorBase):
         the batched timesteps whole (no per-slot timesteps are made).
 
         With `policy_has_extras`, the policy returns `(actions, extras)` (e.g.
-        IMPALA's behaviour logits) and each environment's adder gets its row.
+        IMPALA's behaviour logits) and each environment's adder gets its row
+        (a batched adder gets them whole).
         With `fused_priority_policy` (same network and exploration as `policy`
         and `priority_fn`), `observe` computes the priorities and the actions
         for the observation it was given in one call, and `select_action` on
@@ -112,8 +117,6 @@ class BatchedFeedForwardActor(BatchedActorBase):
         self._client = variable_client
         self._priority_fn = priority_fn
         self._has_extras = policy_has_extras
-        if self._batched_adder is not None and policy_has_extras:
-            raise ValueError("a BatchedAdder takes no extras: give one adder per environment")
         self._extras = None
         if fused_priority_policy is not None and (priority_fn is None or policy_has_extras):
             raise ValueError("fused_priority_policy needs a priority_fn and a policy without extras")
@@ -160,7 +163,10 @@ class BatchedFeedForwardActor(BatchedActorBase):
     def _observe_batched(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
         """One add for all environments; with priorities, one call for all items (and actions)."""
         adder = self._batched_adder
-        adder.add(action, next_timestep)
+        if self._extras is not None:  # Batched already: the adder takes them whole.
+            adder.add(action, next_timestep, self._extras)
+        else:
+            adder.add(action, next_timestep)
         if self._priority_fn is None:
             return
         pending = adder.pending()

@@ -45,7 +45,9 @@ class SamplingPolicy(tf.Module):
         return {"logits": logits, "policy_version": tf.fill(tf.shape(logits)[:1], self.version)}
 
     def _select(self, observation):
-        logits, _ = self._network(observation)
+        # A network with a policy of its own (SeparatePolicyValue) skips the value torso.
+        policy_logits = getattr(self._network, "policy_logits", None)
+        logits = policy_logits(observation) if policy_logits else self._network(observation)[0]
         return self._sample(logits), self._extras(logits)
 
     def __call__(self, observation):

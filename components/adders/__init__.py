@@ -3,8 +3,10 @@
 from components.adders.base import Adder, BatchedAdder
 from components.adders.batched_nstep import BatchedNStepTransitionAdder
 from components.adders.nstep import NStepTransitionAdder, nstep_return
+from components.adders.rollout import BatchedRolloutAdder, rollout_signature
 from components.adders.sequence import SequenceAdder, sequence_signature
 from components.adders.unroll import UnrollAdder, unroll_signature
 
-__all__ = ["Adder", "BatchedAdder", "BatchedNStepTransitionAdder", "NStepTransitionAdder",
-           "SequenceAdder", "UnrollAdder", "nstep_return", "sequence_signature", "unroll_signature"]
+__all__ = ["Adder", "BatchedAdder", "BatchedNStepTransitionAdder", "BatchedRolloutAdder",
+           "NStepTransitionAdder", "SequenceAdder", "UnrollAdder", "nstep_return",
+           "rollout_signature", "sequence_signature", "unroll_signature"]

@@ -211,7 +211,8 @@ class SGDLearner(VariablesSaveable, core.Learner):
                    if name != "priorities" and value.shape.rank == 0}
         metrics.update(norms)
         finite = all_finite([metrics[name] for name in self._guarded_terms])
-        if finite:  # A non-finite batch changes nothing: weights, steps, priorities.
+
+        def apply() -> tf.Tensor:
             for i, group in enumerate(self._groups):
                 group.optimizer.apply(gradients[i], group.variables)
             self._num_steps.assign_add(1)
@@ -219,6 +220,11 @@ class SGDLearner(VariablesSaveable, core.Learner):
                 group.schedule.update(self._num_steps)
             if self._targets is not None:
                 self._targets.update(self._num_steps)
+            return tf.constant(True)
+
+        # A non-finite batch changes nothing: weights, steps, priorities. An explicit cond,
+        # not autograph's `if`: a learner may then trace its step without autograph (PPO).
+        tf.cond(finite, apply, lambda: tf.constant(False))
         metrics["learning_rate"] = tf.identity(self._groups[0].schedule.rate)
         metrics["finite"] = finite
         return metrics, outputs.get("priorities"), finite

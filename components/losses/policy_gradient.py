@@ -18,13 +18,16 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def clipped_surrogate_loss(ratios, advantages, epsilon: float) -> tf.Tensor:
+def clipped_surrogate_loss(ratios, advantages, epsilon: float, mask=None) -> tf.Tensor:
     """The scalar to minimise, -mean(min(r A, clip(r, 1 - eps, 1 + eps) A)).
 
     Args:
       ratios: importance ratios pi(a|x) / pi_old(a|x), any shape (e.g. [T, B]).
       advantages: advantages of the same shape; treated as constants.
       epsilon: the clip range eps > 0.
+      mask: optional weights of the same shape (1: a step to learn from, 0: padding); the
+        mean is then over the weighted steps. Static shapes, unlike a boolean mask: the
+        loss compiles with XLA.
 
     Returns:
       A float32 scalar.
@@ -39,4 +42,7 @@ def clipped_surrogate_loss(ratios, advantages, epsilon: float) -> tf.Tensor:
     with tf.name_scope("clipped_surrogate_loss"):
         clipped = tf.clip_by_value(ratios, 1.0 - epsilon, 1.0 + epsilon)
         surrogate = tf.minimum(ratios * advantages, clipped * advantages)
-        return -tf.reduce_mean(surrogate)
+        if mask is None:
+            return -tf.reduce_mean(surrogate)
+        mask = tf.convert_to_tensor(mask, dtype=tf.float32)
+        return -tf.reduce_sum(surrogate * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)

@@ -1,6 +1,7 @@
 """Sonnet networks: torsos, heads (dueling, categorical Q, policy-value, distributional), LSTM
 cores, policies."""
 
+from components.networks.actor_critic import SeparatePolicyValue, make_policy_value_network
 from components.networks.atari import AtariTorso
 from components.networks.categorical_q import CategoricalQHead
 from components.networks.deterministic_policy import DeterministicPolicy
@@ -17,4 +18,4 @@ __all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "Distributio
            "DuelingHead", "LayerNormMLP",
            "MLPTorso", "NoisyLinear", "NoisyMLP",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
-           "make_torso", "set_noise"]
+           "SeparatePolicyValue", "make_policy_value_network", "make_torso", "set_noise"]

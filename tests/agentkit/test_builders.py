@@ -67,8 +67,8 @@ def _recording(name):
     return method
 
 
-for _name in ("make_networks", "make_replay_tables", "make_dataset_iterator", "make_adder",
-              "make_batched_adder", "make_policy", "make_actor", "make_learner"):
+for _name in ("configure_acting", "make_networks", "make_replay_tables", "make_dataset_iterator",
+              "make_adder", "make_batched_adder", "make_policy", "make_actor", "make_learner"):
     setattr(RecordingBuilder, _name, _recording(_name))
 
 
@@ -85,6 +85,7 @@ def test_the_program_calls_each_part_by_keyword_where_the_contract_says(batched)
                                                program_config))
     assert result.status == "completed", result.error and result.error.formatted
     calls = builder.calls
+    assert calls["configure_acting"] == 1  # Once, as the graph is made: before any node.
     assert calls["make_replay_tables"] == 1
     assert calls["make_dataset_iterator"] == 1 and calls["make_learner"] == 1
     assert calls["make_networks"] == 1 + 2 + 1  # Learner, two actors, evaluator.

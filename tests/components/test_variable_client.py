@@ -56,3 +56,57 @@ def test_update_and_wait_copies_now():
     variable = tf.Variable(np.zeros(3, np.float32))
     VariableClient(source, {"policy": [variable]}).update(wait=True)
     np.testing.assert_array_equal(variable.numpy(), np.full(3, 7.0))
+
+
+class VersionedSource(core.VariableSource):
+    """Serves weights (all equal to the version) and the version, which a test bumps."""
+
+    def __init__(self):
+        self.version = 0
+        self.polls = 0
+
+    def get_variables(self, names):
+        if names == ["policy_version"]:
+            self.polls += 1
+        return [[np.array(self.version, np.int64)] if name == "policy_version"
+                else [np.full((3,), float(self.version), np.float32)] for name in names]
+
+
+def _round_client(source, round_length=4):
+    from components.variable_client import RoundVariableClient
+
+    weights = tf.Variable(np.zeros(3, np.float32))
+    version = tf.Variable(0, dtype=tf.int64)
+    client = RoundVariableClient(source, {"policy": [weights], "policy_version": [version]},
+                                 round_length=round_length)
+    return client, weights, version
+
+
+def test_a_round_client_waits_at_each_round_end_for_the_next_version():
+    source = VersionedSource()
+    client, weights, version = _round_client(source)
+    for _ in range(3):  # Inside the round: no wait, no fetch.
+        client.update()
+    assert source.polls == 0 and client.num_updates == 0
+    threading.Timer(0.3, lambda: setattr(source, "version", 1)).start()
+    start = time.monotonic()
+    client.update()  # The round's last step: waits for version 1.
+    waited = time.monotonic() - start
+    assert 0.25 <= waited < 2.0 and client.wait_s >= 0.25
+    assert int(version.numpy()) == 1 and client.num_updates == 1
+    np.testing.assert_array_equal(weights.numpy(), np.ones(3))
+    assert source.polls >= 2  # It polled the version alone until it changed.
+    source.version = 0  # A learner restored from an older checkpoint: differs, so it releases.
+    for _ in range(4):
+        client.update()
+    assert int(version.numpy()) == 0 and client.num_updates == 2
+
+
+def test_interrupt_ends_a_round_clients_wait_without_new_weights():
+    source = VersionedSource()
+    client, weights, version = _round_client(source, round_length=1)
+    threading.Timer(0.2, client.interrupt).start()
+    start = time.monotonic()
+    client.update()  # The learner never moves on: only the interrupt ends this.
+    assert time.monotonic() - start < 2.0
+    assert client.num_updates == 0 and int(version.numpy()) == 0

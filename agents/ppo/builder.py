@@ -1,0 +1,142 @@
+"""PPO's builder (and A2C's): rounds of rollouts through a queue, actors that wait for each
+round's weights, a learner of several SGD steps per round.
+
+The builder knows nothing of launchers. `configure_acting` tells it the
+program's layout: the learner takes one rollout per actor each round, and the
+queue's items hold `num_envs_per_actor` environments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import reverb
+import tensorflow as tf
+
+from agentkit import core
+from agentkit.adders import Adder, BatchedAdder
+from agentkit.builders import ActorLearnerBuilder, Networks
+from agentkit.config import ConfigError, field_values
+from agentkit.counting import Counter
+from agentkit.loggers import Logger
+from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from agents.ppo.config import A2CConfig, PPOConfig
+from agents.ppo.learning import PPOLearner
+from components.actors import BatchedFeedForwardActor, SamplingPolicy
+from components.adders import BatchedRolloutAdder, rollout_signature
+from components.datasets import BatchingIterator, make_single_sample_iterator
+from components.learners import make_learner_io
+from components.networks import make_policy_value_network
+from components.replay import make_queue_table
+from components.variable_client import RoundVariableClient, make_variable_client
+
+
+class PPOBuilder(ActorLearnerBuilder):
+    """Makes PPO's queue, batches, rollout adder, policies, waiting actors and learner."""
+
+    config_class = PPOConfig
+    table_name = "rollout_queue"
+
+    def __init__(self, config: PPOConfig):
+        super().__init__(config)
+        # The layout the program acts in (configure_acting); one actor of one environment
+        # until told, as when a test builds the parts by hand.
+        self.num_actors = 1
+        self.num_envs = 1
+
+    @classmethod
+    def preset(cls, env: str) -> dict[str, Any]:
+        return field_values(cls.config_class.atari()) if env.startswith("atari:") else {}
+
+    def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
+                         env_groups: int) -> None:
+        name = type(self.config).__name__.removesuffix("Config")
+        if env_groups != 1:
+            raise ConfigError(f"--env_groups: must be 1 with {name}, whose actors wait for the "
+                              f"learner after every round (alternating groups would wait on "
+                              f"each other), got {env_groups}")
+        steps = self.config.rollout_length * num_envs_per_actor * num_actors
+        if self.config.num_minibatches > steps:
+            raise ConfigError(f"--num_minibatches: must be at most the {steps} steps of a round "
+                              f"(rollout_length x num_envs_per_actor x num_actors), got "
+                              f"{self.config.num_minibatches}")
+        self.num_actors, self.num_envs = num_actors, num_envs_per_actor
+
+    def _extras_spec(self, spec: EnvironmentSpec) -> dict:
+        """What the policy records with each action: its logits and the weights' version."""
+        return {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32),
+                "policy_version": tf.TensorSpec((), tf.int64)}
+
+    def signature(self, spec: EnvironmentSpec) -> dict:
+        return rollout_signature(spec, self.config.rollout_length, self.num_envs,
+                                 self._extras_spec(spec))
+
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
+        c = self.config
+        return {"policy": make_policy_value_network(
+            spec, torso=c.torso, hidden_sizes=c.hidden_sizes,
+            head_hidden_size=c.head_hidden_size, shared_torso=c.shared_torso)}
+
+    def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
+        # A round puts at most one rollout per actor in the queue: twice that never blocks.
+        return [make_queue_table(self.table_name, self.signature(spec), 2 * self.num_actors + 2,
+                                 self.num_actors)]
+
+    def make_dataset_iterator(
+        self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[dict]:
+        """A round's rollouts, one per actor, each taken from the queue once."""
+        return BatchingIterator(
+            lambda: make_single_sample_iterator(replay_address, self.table_name),
+            self.num_actors, should_stop or (lambda: False))
+
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
+        raise NotImplementedError("PPO writes each actor's environments as one rollout: "
+                                  "make_batched_adder makes its adder")
+
+    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                           num_envs: int) -> BatchedAdder:
+        if num_envs != self.num_envs:
+            raise ValueError(f"an adder of {num_envs} environments, but configure_acting said "
+                             f"{self.num_envs} per actor")
+        return BatchedRolloutAdder(replay_client, self.table_name, num_envs,
+                                   self.config.rollout_length, self._extras_spec(spec))
+
+    def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
+                    evaluation: bool = False, seed: int = 0, actor_id: int = 0,
+                    num_actors: int = 1) -> SamplingPolicy:
+        del actor_id, num_actors  # Every actor samples from the same policy.
+        greedy = evaluation and self.config.evaluation_greedy
+        return SamplingPolicy(networks["policy"], spec, greedy=greedy, seed=seed)
+
+    def make_actor(self, *, policy: SamplingPolicy, networks: Networks,
+                   adders: Sequence[Adder] | BatchedAdder | None,
+                   variable_source: core.VariableSource | None) -> core.Actor:
+        variables = {"policy": networks["policy"].variables, "policy_version": [policy.version]}
+        if adders is None or variable_source is None:  # The evaluator: fetches when it starts.
+            client = make_variable_client(variable_source, variables)
+        else:  # Every step of a round acts with the weights of the round before.
+            client = RoundVariableClient(variable_source, variables, self.config.rollout_length)
+        return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
+
+    def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
+                     iterator: Iterator[dict], replay_address: str | None,
+                     counter: Counter | None = None, logger: Logger | None = None) -> PPOLearner:
+        c = self.config
+        io = make_learner_io(iterator, replay_address, counter=counter, logger=logger)
+        return PPOLearner(
+            network=networks["policy"], io=io, signature=self.signature(spec),
+            rollouts_per_round=self.num_actors, discount=c.discount, gae_lambda=c.gae_lambda,
+            learning_rate=c.learning_rate, learning_rate_final=c.learning_rate_final,
+            learning_rate_decay_steps=c.learning_rate_decay_steps, optimizer=c.optimizer,
+            epsilon=c.adam_epsilon, clip_epsilon=c.clip_epsilon, value_clip=c.value_clip,
+            baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
+            normalize_advantages=c.normalize_advantages, num_epochs=c.num_epochs,
+            num_minibatches=c.num_minibatches, max_gradient_norm=c.max_gradient_norm)
+
+
+class A2CBuilder(PPOBuilder):
+    """A2C (PAAC): PPO's parts with A2C's defaults (one SGD step per round, no clipping)."""
+
+    config_class = A2CConfig

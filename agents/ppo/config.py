@@ -1,0 +1,104 @@
+"""PPO's configuration (and A2C's, a preset of it): every default commented, every field
+validated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentkit.config import require, require_common_fields
+from components.networks.torso import TORSOS
+
+
+@dataclasses.dataclass
+class PPOConfig:
+    """Hyperparameters of synchronous PPO. Defaults suit CartPole (rl-baselines3-zoo's tuned
+    settings, with the command line's 2 actors x 4 environments giving its 8 x 32 steps per
+    round); `PPOConfig.atari()` gives the paper's Atari ones."""
+
+    # Returns and advantages.
+    discount: float = 0.98  # gamma.
+    gae_lambda: float = 0.8  # lambda of GAE (1: bootstrapped Monte Carlo returns).
+    rollout_length: int = 32  # T: steps each environment takes per round.
+
+    # Loss.
+    clip_epsilon: float = 0.2  # The surrogate clips pi / pi_old to [1 - eps, 1 + eps]; 0: none.
+    value_clip: float = 0.0  # > 0: PPO2's clipped value loss with this range (0: plain).
+    baseline_cost: float = 0.5  # Weight of the value loss 0.5 (G - V)^2.
+    entropy_cost: float = 0.0  # Weight of the entropy bonus.
+    normalize_advantages: bool = True  # Advantages scaled to mean 0, std 1 in each minibatch.
+
+    # Optimisation: each round, num_epochs passes over its steps in num_minibatches parts.
+    num_epochs: int = 20  # Passes over a round's steps.
+    num_minibatches: int = 1  # Minibatches per pass (one: the whole round, 256 steps here).
+    optimizer: str = "adam"  # "adam" or "rmsprop".
+    learning_rate: float = 1e-3  # The optimizer's step size.
+    learning_rate_final: float = 0.0  # Rate at the end of the decay.
+    learning_rate_decay_steps: int = 0  # Learner (SGD) steps of linear decay (0: constant).
+    adam_epsilon: float = 1e-5  # Adam's (or RMSProp's) denominator floor.
+    max_gradient_norm: float = 0.5  # Global-norm gradient clipping.
+
+    # Network.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
+    hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
+    head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
+    shared_torso: bool = False  # One torso for policy and value (else one each).
+
+    # Acting.
+    evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
+
+    def __post_init__(self):
+        require_common_fields(self)
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
+        require(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", "in [0, 1]", self.gae_lambda)
+        require(self.rollout_length >= 1, "rollout_length", ">= 1", self.rollout_length)
+        require(0.0 <= self.clip_epsilon < 1.0, "clip_epsilon", "in [0, 1) (0: no clipping)",
+                self.clip_epsilon)
+        require(self.value_clip >= 0, "value_clip", ">= 0", self.value_clip)
+        require(self.baseline_cost >= 0, "baseline_cost", ">= 0", self.baseline_cost)
+        require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
+        require(self.num_epochs >= 1, "num_epochs", ">= 1", self.num_epochs)
+        require(self.num_minibatches >= 1, "num_minibatches", ">= 1", self.num_minibatches)
+        require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",
+                self.optimizer)
+        require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
+        require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
+                "a non-empty list of positive integers", self.hidden_sizes)
+        require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
+
+    @classmethod
+    def atari(cls, **overrides) -> PPOConfig:
+        """The PPO paper's Atari settings (its Table 5, with baselines' 4 epochs): T = 128,
+        4 minibatches, lr 2.5e-4, clip 0.1, entropy 0.01, lambda 0.95, a shared Nature CNN."""
+        values = dict(
+            discount=0.99, gae_lambda=0.95, rollout_length=128, clip_epsilon=0.1,
+            value_clip=0.1, entropy_cost=0.01, num_epochs=4, num_minibatches=4,
+            learning_rate=2.5e-4, torso="atari", head_hidden_size=512, shared_torso=True,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+
+@dataclasses.dataclass
+class A2CConfig(PPOConfig):
+    """A2C (PAAC): PPO with one gradient step per round on the whole round, no clipping, and
+    n-step returns (lambda 1). Defaults are stable-baselines3's A2C (T = 5, RMSProp at 7e-4),
+    with the entropy bonus off as rl-baselines3-zoo's CartPole setting has it."""
+
+    discount: float = 0.99  # gamma.
+    gae_lambda: float = 1.0  # Bootstrapped n-step returns, n up to T.
+    rollout_length: int = 5  # T: steps each environment takes per round.
+    clip_epsilon: float = 0.0  # One step per round: the ratio is 1, nothing to clip.
+    normalize_advantages: bool = False  # The plain advantage actor-critic.
+    num_epochs: int = 1  # One gradient step per round.
+    num_minibatches: int = 1
+    optimizer: str = "rmsprop"
+    learning_rate: float = 7e-4  # RMSProp's step size (decay 0.99).
+    # The rest as PPO's (baseline_cost 0.5, max_gradient_norm 0.5, adam_epsilon 1e-5).
+
+    @classmethod
+    def atari(cls, **overrides) -> A2CConfig:
+        """PAAC's / baselines' A2C Atari settings: T = 5, entropy 0.01, a shared Nature CNN."""
+        values = dict(entropy_cost=0.01, torso="atari", head_hidden_size=512, shared_torso=True)
+        values.update(overrides)
+        return cls(**values)

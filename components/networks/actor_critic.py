@@ -1,0 +1,73 @@
+"""Policy-value networks for discrete actions, chosen from a few fields (IMPALA, APPO, PPO).
+
+    separate (default)  policy: torso -> MLP -> logits;  value: torso -> MLP -> V
+    shared_torso        torso -> PolicyValueHead (logits, V)
+    lstm_size > 0       torso -> LSTM -> PolicyValueHead (a recurrent policy)
+
+Every network maps observation -> (logits [B, A], value [B]); a recurrent one
+also takes and returns its core state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sonnet as snt
+import tensorflow as tf
+import tree
+
+from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from components.networks.policy_value import PolicyValueHead
+from components.networks.recurrent import RecurrentPolicyValue
+from components.networks.torso import make_torso
+
+
+class SeparatePolicyValue(snt.Module):
+    """Policy and value on torsos of their own: the value loss's large, noisy
+    gradients (returns of ~100 on CartPole) cannot disturb the policy's features."""
+
+    def __init__(self, spec: EnvironmentSpec, torso: str, hidden_sizes: Sequence[int],
+                 head_hidden_size: int = 0):
+        super().__init__(name="separate_policy_value")
+        head_hidden = [head_hidden_size] if head_hidden_size else []
+        self._policy = snt.Sequential([
+            make_torso(spec, torso, hidden_sizes),
+            snt.nets.MLP(head_hidden + [num_discrete_actions(spec)]),
+        ])
+        self._value = snt.Sequential([
+            make_torso(spec, torso, hidden_sizes),
+            snt.nets.MLP(head_hidden + [1]),
+        ])
+
+    def __call__(self, observation):
+        return self._policy(observation), tf.squeeze(self._value(observation), axis=-1)
+
+    def policy_logits(self, observation) -> tf.Tensor:
+        """The logits alone: acting needs no value, and its torso is half the work."""
+        return self._policy(observation)
+
+    @property
+    def value_variables(self):
+        """The value torso's and head's variables (a learner may give them their own rate)."""
+        return self._value.trainable_variables
+
+
+def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes: Sequence[int],
+                              head_hidden_size: int = 0, shared_torso: bool = False,
+                              lstm_size: int = 0) -> snt.Module:
+    """observation -> (logits [B, A], value [B]); variables created with a dummy batch."""
+    head_hidden = [head_hidden_size] if head_hidden_size else []
+    dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
+                               spec.observations)
+    if lstm_size:
+        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes), lstm_size,
+                                       num_discrete_actions(spec), head_hidden)
+        network(dummy, network.initial_state(1))
+        return network
+    if shared_torso:
+        network = snt.Sequential([make_torso(spec, torso, hidden_sizes),
+                                  PolicyValueHead(num_discrete_actions(spec), head_hidden)])
+    else:
+        network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size)
+    network(dummy)
+    return network
