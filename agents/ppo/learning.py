@@ -38,6 +38,7 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
+from components.compiled import CompiledFunction
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import clipped_surrogate_loss, generalized_advantage_estimation
 
@@ -122,7 +123,7 @@ class PPOLearner(SGDLearner):
             "observation": observation, "action": tf.TensorSpec((None,), tf.int32),
             "behaviour_logp": flat, "advantage": flat, "return": flat, "value": flat,
             "mask": flat}], autograph=False)
-        self._step_fn = tf.function(self._round, input_signature=[batched], autograph=False)
+        self._step_fn = CompiledFunction(self._round, [batched], autograph=False)
         self._published_version: int | None = None  # The version as of the last round.
 
     # -- one round ---------------------------------------------------------------------

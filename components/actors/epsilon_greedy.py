@@ -13,6 +13,7 @@ import tensorflow as tf
 import tree
 
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from components.compiled import CompiledFunction
 
 
 def epsilon_greedy_actions(q_values: tf.Tensor, epsilon: tf.Tensor, rng: tf.random.Generator,
@@ -54,7 +55,7 @@ class EpsilonGreedyPolicy(tf.Module):
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations
         )
         # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = tf.function(self._select, input_signature=[signature])
+        self._policy = CompiledFunction(self._select, input_signature=[signature])
 
     def epsilon(self) -> float:
         return float(self._epsilon(self._steps))
@@ -103,7 +104,7 @@ class RecurrentEpsilonGreedyPolicy(tf.Module):
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
         state = tuple(tf.TensorSpec((None, network.core_size), tf.float32) for _ in range(2))
         # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = tf.function(self._select, input_signature=[observation, state])
+        self._policy = CompiledFunction(self._select, input_signature=[observation, state])
 
     def _select(self, observation, state):
         q_values, new_state = self._network(observation, state)

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tree
 
 from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
+from components.compiled import CompiledFunction
 
 
 class GaussianNoisePolicy(tf.Module):
@@ -32,7 +33,7 @@ class GaussianNoisePolicy(tf.Module):
         signature = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
         # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = tf.function(self._select, input_signature=[signature])
+        self._policy = CompiledFunction(self._select, input_signature=[signature])
 
     def _select(self, observation):
         action = tf.cast(self._network(observation), self._dtype)

@@ -9,6 +9,7 @@ import tree
 
 from agentkit.specs import EnvironmentSpec
 from components.actors.epsilon_greedy import EpsilonGreedyPolicy
+from components.compiled import CompiledFunction
 
 
 class TDPriority(tf.Module):
@@ -31,10 +32,10 @@ class TDPriority(tf.Module):
         )
         scalar = tf.TensorSpec((None,), tf.float32)
         action = tf.TensorSpec((None,), spec.actions.dtype)
-        self._fn = tf.function(
+        self._fn = CompiledFunction(
             self._priorities, input_signature=[observation, action, scalar, scalar, observation]
         )
-        self._fused = tf.function(
+        self._fused = CompiledFunction(
             self._priorities_and_actions,
             input_signature=[observation, action, scalar, scalar, observation, observation],
         )

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from agentkit import core
+from components.compiled import CompiledFunction
 from components.learners.finite import all_finite, check_finite
 from components.learners.learner_io import LearnerIO
 from components.learners.optimizers import FusedAdam
@@ -125,8 +126,10 @@ class SGDLearner(VariablesSaveable, core.Learner):
         self._step_loop: StepLoop | None = None
         self._wait_s, self._first_call = 0.0, None
         self.batches_learned = 0  # Batches whose update was applied, in this process.
-        signature = None if sample_signature is None else [sample_signature]
-        self._step_fn = tf.function(self._step, input_signature=signature)
+        if sample_signature is None:
+            self._step_fn = tf.function(self._step)
+        else:  # Batches from Python (a queue's): fed as tensors to the one concrete function.
+            self._step_fn = CompiledFunction(self._step, [sample_signature])
 
     # -- what a subclass provides ----------------------------------------------
 
