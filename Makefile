@@ -16,7 +16,7 @@ $(STAMP): setup.py
 
 run: $(STAMP)
 	$(PY) -m launch_programs.run --agent=dqn --env=gym:CartPole-v1 --launch=threads \
-		--num_actors=2 --max_actor_steps=60000 --logdir=runs/make-run --fresh --seed=0
+		--max_actor_steps=60000 --logdir=runs/make-run --fresh --seed=0
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -5,7 +5,8 @@ A builder makes every part of an agent from its config. The generic program
 keyword, inside whichever node needs each part, in this process or another:
 
     node        when                      calls
-    (command)   before launch             preset(env), configure_acting, make_networks
+    (command)   before launch             preset(env), program_preset(env), configure_acting,
+                                          make_networks
                                           (a mismatch fails here)
     (program)   when the graph is made    configure_acting (the builder then travels to
                                           every node with what it recorded)
@@ -58,8 +59,17 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        """Config values that suit the environment named `env` ("atari:Pong"); {} keeps the
-        dataclass defaults. Flags the user gives override these."""
+        """Config values that suit the environment named `env` ("atari:Pong"), usually by its
+        family (`components.environments.environment_family`); {} keeps the dataclass
+        defaults. Flags the user gives override these."""
+        del env
+        return {}
+
+    @classmethod
+    def program_preset(cls, env: str) -> dict[str, Any]:
+        """Program flags (fields of `launch_programs.ProgramConfig`: actors, environments per
+        actor, evaluation) that suit this agent on `env`; {} keeps the command line's
+        defaults. Flags the user gives override these."""
         del env
         return {}
 

@@ -170,6 +170,8 @@ class RunSpec:
     ray_config: Any = None
     observation_indices: tuple[int, ...] = ()
     private_network: bool = True
+    # The preset values in effect: {"family", "config": {...}, "program": {...}}.
+    preset: dict = dataclasses.field(default_factory=dict)
 
     @property
     def on_cluster(self) -> bool:
@@ -191,8 +193,14 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     except AgentError as e:
         raise UsageError(str(e)) from None
     parser = _base_parser()
-    _add_dataclass_flags(parser, ProgramConfig, {}, "program flags (nodes, budget, evaluation, "
-                                                    "checkpoints)")
+    program_preset = builder_class.program_preset(known.env)
+    unknown = sorted(set(program_preset) - {f.name for f in dataclasses.fields(ProgramConfig)})
+    if unknown:
+        raise UsageError(f"--agent={known.agent}: its program preset for {known.env} names "
+                         f"{', '.join(unknown)}, which are no program flags")
+    title = "program flags (nodes, budget, evaluation, checkpoints"
+    title += f"; {known.agent}'s {known.env} preset applied)" if program_preset else ")"
+    _add_dataclass_flags(parser, ProgramConfig, program_preset, title)
     _add_dataclass_flags(parser, RayConfig, {}, "ray flags (with --launch=ray)")
     _add_agent_flags(parser, known.agent, known.env, builder_class)
     if known.help:
@@ -212,12 +220,31 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
         ray_config = build(RayConfig)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    preset = _applied_preset(builder_class, args.env, values, program_config, agent_config)
     logdir = args.logdir or os.path.join("runs", f"{_tag(args.agent)}-{_tag(args.env)}-s{args.seed}")
     # Absolute: node processes need not share this process's working directory.
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
                    program_config, builder_class, ray_config, tuple(args.observation_indices),
-                   args.private_network)
+                   args.private_network, preset)
+
+
+def _applied_preset(builder_class: type, env: str, values: dict, program_config: Any,
+                    agent_config: Any) -> dict[str, Any]:
+    """The preset values in effect: those of the agent's presets for `env` that differ from
+    the dataclass defaults and that no flag overrode."""
+    from components.environments import environment_family
+
+    def in_effect(preset: dict, config: Any) -> dict:
+        defaults = {f.name: f.default if f.default_factory is dataclasses.MISSING
+                    else f.default_factory() for f in dataclasses.fields(config) if f.init}
+        return {k: v for k, v in preset.items()
+                if values[k] == v and defaults.get(k) != v}
+
+    applied = {"family": environment_family(env),
+               "config": in_effect(builder_class.preset(env), agent_config),
+               "program": in_effect(builder_class.program_preset(env), program_config)}
+    return applied
 
 
 def _environment_factory(name: str, seed: int, evaluation: bool,
@@ -433,6 +460,9 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     network = _network_line(run)
     if network:
         print(f"[run] {network}", flush=True)
+    preset_line = describe_preset(run.agent, run.preset)
+    if preset_line:
+        print(f"[run] {preset_line}", flush=True)
     print(f"[run] {run.agent} on {run.env}, launch={run.launch}, "
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
@@ -459,7 +489,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
-    extra = {"network": _network_status(run)}
+    extra = {"network": _network_status(run), "preset": run.preset}
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -497,6 +527,18 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         print(f"error: {_one_line(result.error)}", file=sys.stderr)
         return 1
     return signals.exit_code if result.status == "interrupted" else 0
+
+
+def describe_preset(agent: str, preset: dict) -> str | None:
+    """One line naming the preset values in effect, or None when there are none."""
+    if not preset or not (preset.get("config") or preset.get("program")):
+        return None
+    from launch_programs.flag_help import format_default
+
+    parts = [f"{k}={format_default(v)}" for k, v in {**preset["config"],
+                                                      **preset["program"]}.items()]
+    return (f"preset: {agent} for {preset['family']} environments: {' '.join(parts)} "
+            f"(a flag given overrides its value)")
 
 
 def _network_status(run: RunSpec) -> str:

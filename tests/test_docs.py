@@ -431,7 +431,8 @@ def _config_pages() -> dict[str, list[type]]:
 
 
 # A representative --env for each preset table's kind ("atari preset").
-PRESET_ENVS = {"atari": "atari:Pong", "control": "control:cartpole:swingup"}
+PRESET_ENVS = {"atari": "atari:Pong", "control": "control:cartpole:swingup",
+               "classic_control": "gym:CartPole-v1"}
 
 
 @pytest.mark.parametrize("path", sorted(_config_pages()))
@@ -458,14 +459,18 @@ def test_defaults_tables_match_the_configs(path: str):
 def test_preset_tables_match_the_builders(path: str):
     from launch_programs.registry import get_agent
 
+    from launch_programs.program_config import ProgramConfig
+
     entry = get_agent(os.path.splitext(os.path.basename(path))[0])
-    defaults = _defaults(entry.config_class)
+    # A preset table lists the config fields and the program flags the preset changes.
+    defaults = {**_defaults(ProgramConfig), **_defaults(entry.config_class)}
     tables = [(h, rows) for h, rows in markdown_tables(_read(path))
               if h[:2] == ["flag", "default"] and h[2].endswith(" preset")]
     assert tables, f"{path}: no preset table"
     for header, rows in tables:
         env = PRESET_ENVS[header[2].removesuffix(" preset")]
-        changed = {k: v for k, v in entry.preset(env).items() if defaults[k] != v}
+        preset = {**entry.preset(env), **entry.program_preset(env)}
+        changed = {k: v for k, v in preset.items() if defaults[k] != v}
         written = {}
         for flag, default, preset in rows:
             name = _code(flag).removeprefix("--")

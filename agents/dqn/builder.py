@@ -23,6 +23,7 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
+from components.environments import environment_family
 from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
@@ -35,7 +36,20 @@ class DQNBuilder(NStepTransitionReplay):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(DQNConfig.atari()) if env.startswith("atari:") else {}
+        family = environment_family(env)
+        if family == "atari":
+            return field_values(cls.config_class.atari())
+        if family == "classic_control":
+            return field_values(cls.config_class.classic_control())
+        return {}
+
+    @classmethod
+    def program_preset(cls, env: str) -> dict[str, Any]:
+        """Classic control: one actor stepping 16 environments (one policy call per 16 steps),
+        first evaluation at 5,000 steps as stable-baselines3's."""
+        if environment_family(env) == "classic_control":
+            return {"num_actors": 1, "num_envs_per_actor": 16, "eval_at_start": False}
+        return {}
 
     @property
     def _defer_items(self) -> bool:

@@ -26,13 +26,10 @@ import tensorflow as tf
 import tree
 
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
-from components.losses import vtrace
+from components.losses import masked_mean, vtrace
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
 
-
-def _masked_mean(x: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
-    return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
 class IMPALALearner(SGDLearner):
@@ -133,9 +130,9 @@ class IMPALALearner(SGDLearner):
             lambda_=self._lambda,
         )
         pg_loss = self._policy_loss(target_logp, behaviour_logp, returns.pg_advantages, mask)
-        baseline_loss = _masked_mean(0.5 * tf.square(returns.vs - values[:-1]), mask)
+        baseline_loss = masked_mean(0.5 * tf.square(returns.vs - values[:-1]), mask)
         policy = tf.nn.softmax(logits[:-1])
-        entropy = _masked_mean(
+        entropy = masked_mean(
             -tf.reduce_sum(policy * tf.nn.log_softmax(logits[:-1]), axis=-1), mask)
         loss = pg_loss + self._baseline_cost * baseline_loss - self._entropy_cost * entropy
         # Policy lag: learner steps between the weights that acted and these.
@@ -147,7 +144,7 @@ class IMPALALearner(SGDLearner):
             "pg_loss": pg_loss,
             "baseline_loss": baseline_loss,
             "entropy": entropy,
-            "rho_mean": _masked_mean(tf.exp(log_rhos), mask),
+            "rho_mean": masked_mean(tf.exp(log_rhos), mask),
         }
 
     def _policy_loss(self, target_logp: tf.Tensor, behaviour_logp: tf.Tensor,
@@ -155,7 +152,7 @@ class IMPALALearner(SGDLearner):
         """IMPALA's policy gradient: -mean(log pi(a_t|o_t) A_t) over the unmasked steps
         (APPO replaces it with the clipped surrogate)."""
         del behaviour_logp  # The correction is inside the V-trace advantages.
-        return -_masked_mean(target_logp * advantages, mask)
+        return -masked_mean(target_logp * advantages, mask)
 
     def stats(self) -> dict:
         """Unrolls learned from, and taken from the queue but waiting for a full batch."""

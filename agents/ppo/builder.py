@@ -26,6 +26,7 @@ from agents.ppo.learning import PPOLearner
 from components.actors import BatchedFeedForwardActor, SamplingPolicy
 from components.adders import BatchedRolloutAdder, rollout_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
+from components.environments import environment_family
 from components.learners import make_learner_io
 from components.networks import make_policy_value_network
 from components.replay import make_queue_table
@@ -47,7 +48,16 @@ class PPOBuilder(ActorLearnerBuilder):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(cls.config_class.atari()) if env.startswith("atari:") else {}
+        return field_values(cls.config_class.atari()) if environment_family(env) == "atari" else {}
+
+    @classmethod
+    def program_preset(cls, env: str) -> dict[str, Any]:
+        """Classic control: one actor stepping all 8 environments (rl-baselines3-zoo's 8):
+        half the policy calls of 2 x 4 and no actor waiting on another, about 3,000 steps/s
+        against 1,750 with 2 x 4 here; the first evaluation at 5,000 steps."""
+        if environment_family(env) == "classic_control":
+            return {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False}
+        return {}
 
     def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
                          env_groups: int) -> None:

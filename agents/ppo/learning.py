@@ -40,11 +40,11 @@ import tree
 
 from components.compiled import CompiledFunction
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
-from components.losses import clipped_surrogate_loss, generalized_advantage_estimation
-
-
-def _masked_mean(x: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
-    return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+from components.losses import (
+    clipped_surrogate_loss,
+    generalized_advantage_estimation,
+    masked_mean,
+)
 
 
 def _time_major(x: tf.Tensor) -> tf.Tensor:
@@ -206,29 +206,29 @@ class PPOLearner(SGDLearner):
         ratios = tf.exp(log_ratio)
         advantages = steps["advantage"]
         if self._normalize:
-            mean = _masked_mean(advantages, mask)
-            std = tf.sqrt(_masked_mean(tf.square(advantages - mean), mask))
+            mean = masked_mean(advantages, mask)
+            std = tf.sqrt(masked_mean(tf.square(advantages - mean), mask))
             advantages = (advantages - mean) / (std + 1e-8)
         if self._clip_epsilon > 0:
             pg_loss = clipped_surrogate_loss(ratios, advantages, self._clip_epsilon, mask)
         else:  # No clipping (A2C): the importance-weighted policy gradient.
-            pg_loss = -_masked_mean(ratios * tf.stop_gradient(advantages), mask)
+            pg_loss = -masked_mean(ratios * tf.stop_gradient(advantages), mask)
         returns = steps["return"]
         value_error = tf.square(returns - values)
         if self._value_clip > 0:
             old = steps["value"]
             clipped = old + tf.clip_by_value(values - old, -self._value_clip, self._value_clip)
             value_error = tf.maximum(value_error, tf.square(returns - clipped))
-        baseline_loss = _masked_mean(0.5 * value_error, mask)
-        entropy = _masked_mean(
+        baseline_loss = masked_mean(0.5 * value_error, mask)
+        entropy = masked_mean(
             -tf.reduce_sum(tf.nn.softmax(logits) * tf.nn.log_softmax(logits), axis=-1), mask)
         loss = pg_loss + self._baseline_cost * baseline_loss - self._entropy_cost * entropy
         clip_fraction = tf.cast(tf.abs(ratios - 1.0) > self._clip_epsilon, tf.float32)
         return {
             "loss": loss, "pg_loss": pg_loss, "baseline_loss": baseline_loss, "entropy": entropy,
-            "approx_kl": _masked_mean(-log_ratio, mask),
-            "clip_fraction": _masked_mean(clip_fraction, mask),
-            "value_mean": _masked_mean(values, mask),
+            "approx_kl": masked_mean(-log_ratio, mask),
+            "clip_fraction": masked_mean(clip_fraction, mask),
+            "value_mean": masked_mean(values, mask),
         }
 
     # -- what it serves and saves ------------------------------------------------------------

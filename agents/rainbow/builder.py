@@ -7,10 +7,7 @@ the batched actor, the variable client.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentkit.builders import Networks
-from agentkit.config import field_values
 from agentkit.specs import EnvironmentSpec
 from agents.dqn import DQNBuilder, DQNLearner
 from agents.rainbow.config import RainbowConfig
@@ -24,10 +21,6 @@ class RainbowBuilder(DQNBuilder):
     """Makes Rainbow's networks, policies and learner on top of DQN's parts."""
 
     config_class = RainbowConfig
-
-    @classmethod
-    def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(RainbowConfig.atari()) if env.startswith("atari:") else {}
 
     def _make_q_network(self, spec: EnvironmentSpec) -> RainbowNetwork:
         return make_network(spec, self.config)

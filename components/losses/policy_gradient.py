@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from components.losses.masked import masked_mean
+
 
 def clipped_surrogate_loss(ratios, advantages, epsilon: float, mask=None) -> tf.Tensor:
     """The scalar to minimise, -mean(min(r A, clip(r, 1 - eps, 1 + eps) A)).
@@ -44,5 +46,4 @@ def clipped_surrogate_loss(ratios, advantages, epsilon: float, mask=None) -> tf.
         surrogate = tf.minimum(ratios * advantages, clipped * advantages)
         if mask is None:
             return -tf.reduce_mean(surrogate)
-        mask = tf.convert_to_tensor(mask, dtype=tf.float32)
-        return -tf.reduce_sum(surrogate * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+        return -masked_mean(surrogate, mask)

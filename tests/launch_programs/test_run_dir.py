@@ -99,7 +99,7 @@ def test_fresh_clears_only_the_run_files_and_only_after_every_check(tmp_path, ca
     (["--hidden_sizes=64"], "--hidden_sizes [32] -> [64]"),
     (["--env=gym:CartPole-v0"], "--env 'gym:CartPole-v1' -> 'gym:CartPole-v0'"),
     (["--agent=impala"], "--agent 'dqn' -> 'impala'"),
-    (["--seed=3", "--num_actors=4"], "--num_actors 2 -> 4, --seed 0 -> 3"),
+    (["--seed=3", "--num_actors=4"], "--num_actors 1 -> 4, --seed 0 -> 3"),
 ])
 def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, capsys, flags, named):
     logdir = tmp_path / "run"

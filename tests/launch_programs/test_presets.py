@@ -1,0 +1,75 @@
+"""Presets by environment family: the command line applies an agent's presets as defaults,
+names the values in effect, and a flag given always wins."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.dqn import DQNBuilder
+from components.environments import environment_family
+from launch_programs import run
+
+
+@pytest.mark.parametrize("env,family", [
+    ("gym:CartPole-v1", "classic_control"), ("gym:Pendulum-v1", "classic_control"),
+    ("gym:MountainCarContinuous-v0", "classic_control"), ("gym:LunarLander-v2", "other"),
+    ("atari:Pong", "atari"), ("minatar:breakout", "minatar"),
+    ("control:cartpole:swingup", "control"), ("memory:10", "other"),
+])
+def test_environment_families(env, family):
+    assert environment_family(env) == family
+
+
+def test_the_classic_control_preset_is_applied_and_named():
+    spec = run.parse(["--agent=dqn", "--env=gym:CartPole-v1", "--logdir=/tmp/unused"])
+    assert spec.program_config.num_actors == 1 and spec.program_config.num_envs_per_actor == 16
+    assert spec.agent_config.n_step == 7 and spec.agent_config.batches_per_call == 8
+    assert spec.preset["family"] == "classic_control"
+    assert spec.preset["program"] == {"num_actors": 1, "num_envs_per_actor": 16,
+                                      "eval_at_start": False}
+    assert spec.preset["config"]["learning_rate"] == 4e-3
+    line = run.describe_preset("dqn", spec.preset)
+    assert line.startswith("preset: dqn for classic_control environments: n_step=7 ")
+    assert "num_envs_per_actor=16" in line and "\n" not in line
+
+
+def test_a_flag_given_wins_over_the_preset_and_leaves_the_list():
+    spec = run.parse(["--agent=dqn", "--env=gym:CartPole-v1", "--num_actors=2", "--n_step=3",
+                      "--logdir=/tmp/unused"])
+    assert spec.program_config.num_actors == 2 and spec.agent_config.n_step == 3
+    assert spec.program_config.num_envs_per_actor == 16  # The rest of the preset stays.
+    assert "num_actors" not in spec.preset["program"] and "n_step" not in spec.preset["config"]
+
+
+def test_other_families_keep_the_defaults_and_name_no_preset():
+    spec = run.parse(["--agent=dqn", "--env=memory:10", "--logdir=/tmp/unused"])
+    assert spec.program_config.num_actors == 2 and spec.agent_config.n_step == 3
+    assert spec.preset == {"family": "other", "config": {}, "program": {}}
+    assert run.describe_preset("dqn", spec.preset) is None
+
+
+class BadPresetBuilder(DQNBuilder):
+    """A program preset naming a flag that is no program flag."""
+
+    @classmethod
+    def program_preset(cls, env):
+        return {"num_actorz": 3}
+
+
+def test_a_program_preset_naming_no_program_flag_fails_in_one_line(capsys):
+    assert run.main([f"--agent={__name__}:BadPresetBuilder", "--env=gym:CartPole-v1",
+                     "--logdir=/nonexistent/never"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: --agent={__name__}:BadPresetBuilder: its program preset for "
+                   f"gym:CartPole-v1 names num_actorz, which are no program flags\n")
+
+
+def test_help_shows_the_preset_values_as_defaults(capsys):
+    from tests.launch_programs.help_text import help_entry
+
+    assert run.main(["--agent=dqn", "--env=gym:CartPole-v1", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "program flags (nodes, budget, evaluation, checkpoints; dqn's gym:CartPole-v1 " \
+           "preset applied):" in out
+    assert help_entry(out, "--num_actors") == "--num_actors INT Actor nodes. (default: 1)"
+    assert help_entry(out, "--n_step").endswith("(default: 7)")
