@@ -38,6 +38,7 @@ import tensorflow as tf
 import tree
 
 from components.adders.base import BatchedAdder
+from components.adders.nests import as_dtypes, numpy_dtype
 
 _FIRST = int(dm_env.StepType.FIRST)
 
@@ -54,9 +55,7 @@ class BatchedRolloutAdder(BatchedAdder):
         self.num_envs = num_envs
         self._table = table
         self._length = rollout_length
-        self._extras_dtypes = [tf.as_dtype(s.dtype).as_numpy_dtype
-                               for s in tree.flatten(extras_spec)]
-        self._client = client
+        self._extras_dtypes = [numpy_dtype(s) for s in tree.flatten(extras_spec)]
         self._writer = client.trajectory_writer(num_keep_alive_refs=rollout_length + 1)
         self._started = False  # Whether the writer holds this rollout's partial step.
         self._steps = 0  # Steps of the current rollout.
@@ -74,12 +73,11 @@ class BatchedRolloutAdder(BatchedAdder):
         if not self._started:
             raise ValueError("add called before add_first")
         mask = (np.asarray(next_timestep.step_type) != _FIRST).astype(np.float32)
-        leaves = [np.asarray(x, d) for x, d in zip(tree.flatten(extras), self._extras_dtypes)]
         self._writer.append({
             "action": np.asarray(actions),
             "reward": np.asarray(next_timestep.reward, np.float32) * mask,
             "discount": np.asarray(next_timestep.discount, np.float32) * mask,
-            "extras": tree.unflatten_as(extras, leaves),
+            "extras": as_dtypes(extras, self._extras_dtypes),
             "mask": mask,
         })
         self._writer.append({"observation": next_timestep.observation}, partial_step=True)

@@ -31,21 +31,7 @@ import tensorflow as tf
 import tree
 
 from components.adders.base import Adder
-
-
-def _numpy_dtype(spec: Any) -> np.dtype:
-    """A spec's dtype as numpy's: extras keep theirs (float32 logits, int64 policy versions)."""
-    return np.dtype(tf.as_dtype(spec.dtype).as_numpy_dtype)
-
-
-def _as_dtypes(extras: Any, dtypes: list[np.dtype]) -> Any:
-    """`extras` with array leaves of the spec's dtypes; as given when they already are (the
-    usual case: a structure walk per step is a measurable share of this adder's cost)."""
-    leaves = tree.flatten(extras)
-    if all(isinstance(x, np.ndarray) and x.dtype == d for x, d in zip(leaves, dtypes)):
-        return extras
-    converted = [np.asarray(x, d) for x, d in zip(leaves, dtypes)]
-    return tree.unflatten_as(extras, converted)
+from components.adders.nests import as_dtypes, numpy_dtype
 
 
 class SequenceAdder(Adder):
@@ -71,7 +57,7 @@ class SequenceAdder(Adder):
         self._period = period
         self._priority = float(priority)
         self._extras_spec = extras_spec
-        self._extras_dtypes = [_numpy_dtype(s) for s in tree.flatten(extras_spec)]
+        self._extras_dtypes = [numpy_dtype(s) for s in tree.flatten(extras_spec)]
         self._max_in_flight = max_in_flight_items
         self._writer = client.trajectory_writer(num_keep_alive_refs=sequence_length)
         self._observation: Any = None  # The latest observation, not yet written.
@@ -104,7 +90,7 @@ class SequenceAdder(Adder):
             "action": self._action,
             "reward": np.float32(reward),
             "discount": np.float32(discount),
-            "extras": _as_dtypes(extras, self._extras_dtypes),
+            "extras": as_dtypes(extras, self._extras_dtypes),
             "mask": np.float32(mask),
         })
         self._steps += 1
@@ -120,7 +106,7 @@ class SequenceAdder(Adder):
             "observation": tree.map_structure(np.zeros_like, self._observation),
             "action": np.zeros_like(self._action),
             "extras": tree.map_structure(
-                lambda s: np.zeros(s.shape, _numpy_dtype(s)), self._extras_spec),
+                lambda s: np.zeros(s.shape, numpy_dtype(s)), self._extras_spec),
         }
 
     def _end_episode(self) -> None:
