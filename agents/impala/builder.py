@@ -18,7 +18,7 @@ from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from agentkit.specs import EnvironmentSpec
 from agents.impala.config import IMPALAConfig
 from agents.impala.learning import IMPALALearner
 from agents.impala.networks import make_networks
@@ -58,8 +58,7 @@ class IMPALABuilder(ActorLearnerBuilder):
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
         """Behaviour logits and the weights' version; with an LSTM, also the core state each
         step began with."""
-        extras = {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32),
-                  "policy_version": tf.TensorSpec((), tf.int64)}
+        extras = SamplingPolicy.extras_spec(spec)
         if self.config.lstm_size:
             size = self.config.lstm_size
             extras["core_state"] = (tf.TensorSpec((size,), tf.float32),

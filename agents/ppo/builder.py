@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import reverb
-import tensorflow as tf
 
 from agentkit import core
 from agentkit.adders import Adder, BatchedAdder
@@ -20,7 +19,7 @@ from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.config import ConfigError, field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
-from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from agentkit.specs import EnvironmentSpec
 from agents.ppo.config import A2CConfig, PPOConfig
 from agents.ppo.learning import PPOLearner
 from components.actors import BatchedFeedForwardActor, SamplingPolicy
@@ -73,14 +72,9 @@ class PPOBuilder(ActorLearnerBuilder):
                               f"{self.config.num_minibatches}")
         self.num_actors, self.num_envs = num_actors, num_envs_per_actor
 
-    def _extras_spec(self, spec: EnvironmentSpec) -> dict:
-        """What the policy records with each action: its logits and the weights' version."""
-        return {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32),
-                "policy_version": tf.TensorSpec((), tf.int64)}
-
     def signature(self, spec: EnvironmentSpec) -> dict:
         return rollout_signature(spec, self.config.rollout_length, self.num_envs,
-                                 self._extras_spec(spec))
+                                 SamplingPolicy.extras_spec(spec))
 
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
         c = self.config
@@ -111,7 +105,7 @@ class PPOBuilder(ActorLearnerBuilder):
             raise ValueError(f"an adder of {num_envs} environments, but configure_acting said "
                              f"{self.num_envs} per actor")
         return BatchedRolloutAdder(replay_client, self.table_name, num_envs,
-                                   self.config.rollout_length, self._extras_spec(spec))
+                                   self.config.rollout_length, SamplingPolicy.extras_spec(spec))
 
     def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
                     evaluation: bool = False, seed: int = 0, actor_id: int = 0,

@@ -7,7 +7,7 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
-from agentkit.specs import EnvironmentSpec
+from agentkit.specs import EnvironmentSpec, num_discrete_actions
 from components.compiled import CompiledFunction
 
 
@@ -34,6 +34,13 @@ class SamplingPolicy(tf.Module):
         signature = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
         self._policy = CompiledFunction(self._logits, input_signature=[signature])
+
+    @staticmethod
+    def extras_spec(spec: EnvironmentSpec) -> dict[str, tf.TensorSpec]:
+        """What the policy records with each action, per environment: its logits and the
+        weights' version (the spec of the adders' extras)."""
+        return {"logits": tf.TensorSpec((num_discrete_actions(spec),), tf.float32),
+                "policy_version": tf.TensorSpec((), tf.int64)}
 
     def _sample(self, logits: np.ndarray) -> np.ndarray:
         """Actions for a batch of logits, in numpy: on a small network the few sampling ops
