@@ -38,7 +38,6 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
-from components.compiled import CompiledFunction
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import (
     clipped_surrogate_loss,
@@ -64,6 +63,7 @@ class PPOLearner(SGDLearner):
     """Trains a policy-value network on rounds of rollouts, several SGD steps per round."""
 
     _finite_terms = ("pg_loss", "baseline_loss", "entropy", "grad_norm")
+    _autograph = False  # Nothing here branches on a tensor in Python; tracing is 4x faster.
 
     def __init__(
         self,
@@ -113,8 +113,6 @@ class PPOLearner(SGDLearner):
                          sgd_steps_per_batch=self._num_epochs * self._num_minibatches,
                          sample_signature=batched)
         self._rng = tf.random.Generator.from_seed(seed)
-        # Traced without autograph (nothing here branches on a tensor in Python): its
-        # conversion of the code took 2.8 of the 3.8 s that tracing an SGD step took here.
         observation = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape[2:]), s.dtype),
             signature["observation"])
@@ -122,8 +120,7 @@ class PPOLearner(SGDLearner):
         self._sgd_fn = tf.function(self._one_sgd_step, input_signature=[{
             "observation": observation, "action": tf.TensorSpec((None,), tf.int32),
             "behaviour_logp": flat, "advantage": flat, "return": flat, "value": flat,
-            "mask": flat}], autograph=False)
-        self._step_fn = CompiledFunction(self._round, [batched], autograph=False)
+            "mask": flat}], autograph=self._autograph)
         self._published_version: int | None = None  # The version as of the last round.
 
     # -- one round ---------------------------------------------------------------------
@@ -158,7 +155,7 @@ class PPOLearner(SGDLearner):
         }
         return tree.map_structure(_merge_leading, steps)
 
-    def _round(self, batch: dict) -> dict[str, tf.Tensor]:
+    def _step(self, batch: dict) -> dict[str, tf.Tensor]:
         """One learner step, compiled: the round's advantages, then its epochs of minibatch
         SGD steps in a while loop that calls the compiled SGD step (traced once)."""
         steps = self.advantages(batch)
