@@ -32,6 +32,7 @@ import tensorflow as tf  # noqa: E402
 
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
+from agents.rainbow import RainbowBuilder, RainbowConfig  # noqa: E402
 from components.replay import ReplayServer  # noqa: E402
 from launch_programs.devices import configure_tensorflow  # noqa: E402
 from tests import fakes  # noqa: E402
@@ -86,19 +87,22 @@ class ConstantIterator:
         return self._sample
 
 
+AGENTS = {"dqn": (DQNBuilder, DQNConfig), "rainbow": (RainbowBuilder, RainbowConfig)}
+
+
 def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float,
-            network: str = "atari", batches_per_call: int = 1) -> dict:
+            network: str = "atari", batches_per_call: int = 1, agent: str = "dqn") -> dict:
     # New items at priority 1: the actor-side priorities need an actor's network.
     common = dict(batch_size=batch_size, min_replay_size=batch_size, samples_per_insert=0.0,
                   actor_priorities=False, batches_per_call=batches_per_call)
+    builder_class, config_class = AGENTS[agent]
     if network == "atari":
-        config = DQNConfig.atari(**common)
+        config = config_class.atari(**common)
         spec = make_environment_spec(fakes.fake_atari())
-    else:  # time_to_solve's CartPole network: MLP 256x256, dueling, no head layer.
-        config = DQNConfig(hidden_sizes=(256, 256), head_hidden_size=0,
-                           learning_rate_decay_steps=0, **common)
+    else:  # The classic-control preset's network (CartPole's): MLP 256x256, no head layer.
+        config = config_class.classic_control(**common)
         spec = make_environment_spec(fakes.discrete_environment(2, (4,)))
-    builder = DQNBuilder(config)
+    builder = builder_class(config)
     server = ReplayServer(builder.make_replay_tables(spec=spec))
     try:
         fill(server.address(), builder, spec, num_transitions)
@@ -119,6 +123,7 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
     finally:
         server.stop()
     return {
+        "agent": agent,
         "network": network,
         "batch_size": batch_size,
         "batches_per_call": batches_per_call,
@@ -137,6 +142,8 @@ def main(argv=None) -> int:
     parser.add_argument("--window_s", type=float, default=20.0)
     parser.add_argument("--network", default="atari", choices=["atari", "mlp"],
                         help="atari: the Nature CNN on 84x84x4 frames; mlp: CartPole's MLP")
+    parser.add_argument("--agent", default="dqn", choices=sorted(AGENTS),
+                        help="whose learner (and Atari or classic-control preset)")
     parser.add_argument("--batches_per_call", type=int, default=1,
                         help="learner steps per compiled call (DQNConfig.batches_per_call)")
     parser.add_argument("--out", default=None,
@@ -144,16 +151,17 @@ def main(argv=None) -> int:
                              "_bpc<N> added with --batches_per_call=N > 1)")
     args = parser.parse_args(argv)
     if args.out is None:
-        name = "learner" + ("_mlp" if args.network == "mlp" else "")
+        name = "learner" + ("" if args.agent == "dqn" else f"_{args.agent}")
+        name += "_mlp" if args.network == "mlp" else ""
         name += f"_bpc{args.batches_per_call}.json" if args.batches_per_call > 1 else ".json"
         args.out = os.path.join(os.path.dirname(__file__), "results", name)
     configure_tensorflow()  # GPU memory growth where there is a GPU.
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
-                      args.network, args.batches_per_call)
+                      args.network, args.batches_per_call, args.agent)
         runs.append(run)
-        print(f"[learner] {args.network} batch={batch_size} "
+        print(f"[learner] {args.agent} {args.network} batch={batch_size} "
               f"batches_per_call={args.batches_per_call} from Reverb "
               f"{run['reverb_steps_per_s']} steps/s, "
               f"from memory {run['memory_steps_per_s']} steps/s, ratio "

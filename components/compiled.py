@@ -29,6 +29,9 @@ class CompiledFunction:
     """`fn` compiled for `input_signature`; called like `fn`, with arrays or tensors."""
 
     def __init__(self, fn: Callable[..., Any], input_signature: Sequence[Any], **kwargs):
+        # No autograph unless asked: policies and learner steps branch only on Python values,
+        # and converting their code was most of their tracing time.
+        kwargs.setdefault("autograph", False)
         self._function = tf.function(fn, input_signature=list(input_signature), **kwargs)
         self._specs = tree.flatten(list(input_signature))
         self._concrete = None

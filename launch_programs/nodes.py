@@ -94,7 +94,12 @@ class LearnerNode:
         run: RunContext,
         checkpoint_every_s: float = 300.0,
     ):
+        import tensorflow as tf
+
         address = replay.address()
+        # The run's seed fixes the initial weights (which the actors fetch), so that a seed's
+        # runs start alike; thread interleaving and replay sampling still differ between them.
+        tf.random.set_seed(run.seed)
         networks = builder.make_networks(spec=spec)
         self._stop = threading.Event()
         # One counter call per learner step would cost a round trip when the

@@ -457,9 +457,8 @@ def test_defaults_tables_match_the_configs(path: str):
 
 @pytest.mark.parametrize("path", sorted(p for p in _config_pages() if "agents" in p))
 def test_preset_tables_match_the_builders(path: str):
-    from launch_programs.registry import get_agent
-
     from launch_programs.program_config import ProgramConfig
+    from launch_programs.registry import get_agent
 
     entry = get_agent(os.path.splitext(os.path.basename(path))[0])
     # A preset table lists the config fields and the program flags the preset changes.

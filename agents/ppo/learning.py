@@ -63,7 +63,6 @@ class PPOLearner(SGDLearner):
     """Trains a policy-value network on rounds of rollouts, several SGD steps per round."""
 
     _finite_terms = ("pg_loss", "baseline_loss", "entropy", "grad_norm")
-    _autograph = False  # Nothing here branches on a tensor in Python; tracing is 4x faster.
 
     def __init__(
         self,

@@ -91,10 +91,11 @@ class SGDLearner(VariablesSaveable, core.Learner):
     # Metrics checked for finiteness, in the order an error names them;
     # None: every loss term, then every gradient norm.
     _finite_terms: tuple[str, ...] | None = None
-    # Whether `_step` is traced with autograph. A learner whose step branches on no tensor in
-    # Python may turn it off: converting the code took 2.8 of the 3.8 s that tracing one SGD
-    # step took on this project's 2-core machine (`_sgd_step` itself uses an explicit cond).
-    _autograph: bool = True
+    # Whether `_step` is traced with autograph. The loop's own code branches and loops with
+    # explicit tf.cond / tf.while_loop, so it needs none: converting the code took 2.8 of the
+    # 3.8 s that tracing one SGD step took on this project's 2-core machine. A subclass whose
+    # loss branches on a tensor in Python (`if x > 0:`) sets it to True.
+    _autograph: bool = False
 
     def __init__(
         self,
@@ -157,8 +158,12 @@ class SGDLearner(VariablesSaveable, core.Learner):
     def _step(self, sample: Any) -> dict[str, tf.Tensor]:
         if self._sgd_steps == 1:
             metrics, priorities, finite = self._sgd_step(sample)
-            if priorities is not None and finite:  # A skipped step writes nothing.
-                self._write_priorities(sample.info.key, priorities)
+            if priorities is not None:  # A skipped step writes nothing.
+                def write() -> tf.Tensor:
+                    self._write_priorities(sample.info.key, priorities)
+                    return tf.constant(True)
+
+                tf.cond(finite, write, lambda: tf.constant(False))
             return metrics
         return self._sliced_step(sample)
 
@@ -174,22 +179,25 @@ class SGDLearner(VariablesSaveable, core.Learner):
         first, priorities, finite = self._sgd_step(tf.nest.map_structure(lambda x: x[0], slices))
         averaged = [name for name, v in first.items()
                     if v.dtype.is_floating and name != "learning_rate"]
-        sums = {name: first[name] for name in averaged}
-        written = tf.TensorArray(tf.float32, size=k) if priorities is not None else None
-        kept = tf.TensorArray(tf.bool, size=k)
-        if written is not None:
-            written = written.write(0, tf.cast(priorities, tf.float32))
         slice_size = tf.shape(slices.info.key)[1:2]
-        kept = kept.write(0, tf.fill(slice_size, finite))
-        for i in tf.range(1, k):
+        kept = tf.TensorArray(tf.bool, size=k).write(0, tf.fill(slice_size, finite))
+        written = tf.TensorArray(tf.float32, size=k)
+        if priorities is not None:
+            written = written.write(0, tf.cast(priorities, tf.float32))
+
+        def body(i, sums, written, kept):
             metrics, priorities_i, finite_i = self._sgd_step(
-                tf.nest.map_structure(lambda x, i=i: x[i], slices))
+                tf.nest.map_structure(lambda x: x[i], slices))
             sums = {name: sums[name] + metrics[name] for name in averaged}
-            if written is not None:
+            if priorities_i is not None:
                 written = written.write(i, tf.cast(priorities_i, tf.float32))
-            kept = kept.write(i, tf.fill(slice_size, finite_i))
+            return i + 1, sums, written, kept.write(i, tf.fill(slice_size, finite_i))
+
+        _, sums, written, kept = tf.while_loop(
+            lambda i, *_: i < k, body,
+            (tf.constant(1), {name: first[name] for name in averaged}, written, kept))
         mask = kept.concat()  # Per item: whether its slice's step was applied.
-        if written is not None:
+        if priorities is not None:
             self._write_priorities(tf.boolean_mask(sample.info.key, mask),
                                    tf.boolean_mask(written.concat(), mask))
         means = {name: value / float(k) for name, value in sums.items()}

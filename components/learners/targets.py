@@ -32,6 +32,10 @@ class TargetUpdate:
         if self._tau > 0:
             for target, source in self._pairs:
                 target.assign((1.0 - self._tau) * target + self._tau * source)
-        elif num_steps % self._period == 0:
-            for target, source in self._pairs:
-                target.assign(source)
+        else:  # An explicit cond: the learner's step is traced without autograph.
+            def copy() -> tf.Tensor:
+                for target, source in self._pairs:
+                    target.assign(source)
+                return tf.constant(True)
+
+            tf.cond(tf.equal(num_steps % self._period, 0), copy, lambda: tf.constant(False))

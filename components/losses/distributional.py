@@ -30,12 +30,28 @@ def categorical_projection(target_atoms: tf.Tensor, target_probs: tf.Tensor,
     support = tf.convert_to_tensor(support)
     target_atoms = tf.cast(tf.convert_to_tensor(target_atoms), support.dtype)
     target_probs = tf.cast(tf.convert_to_tensor(target_probs), support.dtype)
+    num_support = tf.shape(support)[0]
     delta = support[1] - support[0]
-    clipped = tf.clip_by_value(target_atoms, support[0], support[-1])
-    # weights[b, i, j] = how much of atom i goes to support atom j.
-    distance = tf.abs(clipped[:, :, None] - support[None, None, :])
-    weights = tf.clip_by_value(1.0 - distance / delta, 0.0, 1.0)
-    return tf.reduce_sum(target_probs[:, :, None] * weights, axis=1)
+    # Each clipped atom at fractional support index b = l + f (0 <= f < 1) gives 1 - f of its
+    # mass to s_l and f to s_(l+1): the only nonzero terms of the sum above, scattered with
+    # one segment sum of 2 B N values instead of a [B, N, M] product (0.36 -> 0.15 ms at
+    # B = 64, N = M = 51 on this project's 2-core machine).
+    position = (tf.clip_by_value(target_atoms, support[0], support[-1]) - support[0]) / delta
+    position = tf.clip_by_value(position, 0.0, tf.cast(num_support - 1, support.dtype))
+    # A NaN atom (a NaN reward) makes its row NaN, as the product did, and scatters nothing.
+    nan_rows = tf.reduce_any(tf.math.is_nan(position), axis=1, keepdims=True)
+    position = tf.where(tf.math.is_nan(position), tf.zeros_like(position), position)
+    lower = tf.floor(position)
+    fraction = position - lower
+    lower = tf.cast(lower, tf.int32)
+    upper = tf.minimum(lower + 1, num_support - 1)
+    row = tf.range(tf.shape(target_atoms)[0])[:, None] * num_support
+    ids = tf.concat([row + lower, row + upper], axis=1)
+    mass = tf.concat([target_probs * (1.0 - fraction), target_probs * fraction], axis=1)
+    projected = tf.math.unsorted_segment_sum(tf.reshape(mass, [-1]), tf.reshape(ids, [-1]),
+                                             tf.shape(target_atoms)[0] * num_support)
+    projected = tf.reshape(projected, [-1, num_support])
+    return tf.where(nan_rows, tf.constant(float("nan"), support.dtype), projected)
 
 
 def categorical_double_q_loss(q_logits_tm1: tf.Tensor, a_tm1: tf.Tensor, r_t: tf.Tensor,

@@ -55,6 +55,29 @@ def test_any_number_of_target_atoms(n):
     np.testing.assert_allclose(projected.sum(-1), 1.0, atol=1e-5)
 
 
+def _dense_projection(atoms, probs, support):
+    """The formula itself: P_j = sum_i p_i clip(1 - |clip(z_i) - s_j| / dz, 0, 1)."""
+    clipped = np.clip(atoms, support[0], support[-1])
+    weights = np.clip(1 - np.abs(clipped[:, :, None] - support[None, None, :])
+                      / (support[1] - support[0]), 0, 1)
+    return (probs[:, :, None] * weights).sum(1)
+
+
+def test_the_scatter_equals_the_dense_formula_and_a_nan_atom_makes_only_its_row_nan():
+    rng = np.random.default_rng(7)
+    support = np.linspace(-10.0, 10.0, 51).astype(np.float32)
+    atoms = rng.uniform(-14, 14, (32, 51)).astype(np.float32)
+    atoms[5, :7] = support[10:17]  # On support atoms, and on both ends exactly.
+    atoms[6, 0], atoms[6, 1] = support[0], support[-1]
+    probs = rng.dirichlet(np.ones(51), 32).astype(np.float32)
+    np.testing.assert_allclose(categorical_projection(atoms, probs, support).numpy(),
+                               _dense_projection(atoms, probs, support), atol=1e-5)
+    atoms[3, 20] = np.nan  # A NaN reward: NaN out, not a silently finite target.
+    projected = categorical_projection(atoms, probs, support).numpy()
+    assert np.isnan(projected[3]).all()
+    assert np.isfinite(np.delete(projected, 3, axis=0)).all()
+
+
 # categorical_double_q_loss: Rainbow's distributional double-Q cross-entropy.
 
 N_ATOMS = 11
