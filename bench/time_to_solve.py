@@ -38,13 +38,18 @@ TASKS = {
     "ppo": ("gym:CartPole-v1", 475.0, 60_000, []),
     "a2c": ("gym:CartPole-v1", 475.0, 60_000, []),
     "d4pg": ("gym:Pendulum-v1", -250.0, 60_000, []),
+    # The performance issue's user command: DQN's preset with two actors (2 x 16 envs).
+    "dqn_2actors": ("gym:CartPole-v1", 475.0, 60_000, ["--num_actors=2"]),
 }
+# A task named agent_<variant> runs that agent.
+AGENT_OF = {"dqn_2actors": "dqn"}
 
 
 def one_run(agent: str, seed: int, workdir: str) -> dict:
     env, target, budget, extra = TASKS[agent]
     logdir = os.path.join(workdir, f"{agent}-s{seed}")
-    cmd = [sys.executable, "-m", "launch_programs.run", f"--agent={agent}", f"--env={env}",
+    cmd = [sys.executable, "-m", "launch_programs.run", f"--agent={AGENT_OF.get(agent, agent)}",
+           f"--env={env}",
            "--launch=threads", f"--seed={seed}", f"--max_actor_steps={budget}",
            f"--logdir={logdir}", "--fresh", "--print_every_s=0", *extra]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -52,7 +57,7 @@ def one_run(agent: str, seed: int, workdir: str) -> dict:
     reached = summary.get("first_reached")
     return {
         "agent": agent, "env": env, "target": target, "seed": seed, "exit_code": done.returncode,
-        "solved": reached is not None,
+        "solved": reached is not None, "preset": summary.get("preset"),
         "wall_time_s": reached and reached["wall_time_s"],
         "actor_steps": reached and reached["actor_steps"],
         "run_wall_time_s": summary["wall_time_s"],
@@ -99,7 +104,8 @@ def one_sb3_run(agent: str, seed: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default="dqn,impala,d4pg",
-                        help="any of dqn, rainbow, impala, appo, ppo, a2c, d4pg, and sb3_dqn or sb3_ppo "
+                        help="any of dqn, rainbow, impala, appo, ppo, a2c, d4pg, dqn_2actors (DQN with "
+                             "--num_actors=2), and sb3_dqn or sb3_ppo "
                              "(stable-baselines3's DQN or PPO on CartPole, in .venv-sb3, made on "
                              "first use)")
     parser.add_argument("--seeds", default="0,1,2")

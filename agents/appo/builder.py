@@ -10,6 +10,7 @@ from agentkit.specs import EnvironmentSpec
 from agents.appo.config import APPOConfig
 from agents.appo.learning import APPOLearner
 from agents.impala import IMPALABuilder
+from components.environments import environment_family
 
 
 class APPOBuilder(IMPALABuilder):
@@ -20,15 +21,22 @@ class APPOBuilder(IMPALABuilder):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(APPOConfig.atari()) if env.startswith("atari:") else {}
+        family = environment_family(env)
+        if family == "atari":
+            return field_values(APPOConfig.atari())
+        if family == "classic_control":
+            return field_values(APPOConfig.classic_control())
+        return {}
 
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
-        """IMPALA's one actor of 8 environments did not suit APPO (CartPole seed 0: 99 after
-        50k steps): the command line's 2 x 4 stays."""
-        del env
+        """Classic control: IMPALA's one actor of 8 environments (a batch of the preset is one
+        unroll of each), the first evaluation at 5,000 steps."""
+        if environment_family(env) == "classic_control":
+            return {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False}
         return {}
 
     def _learner_kwargs(self, networks: Networks, spec: EnvironmentSpec) -> dict[str, Any]:
         return dict(super()._learner_kwargs(networks, spec), clip_epsilon=self.config.clip_epsilon,
-                    normalize_advantages=self.config.normalize_advantages)
+                    normalize_advantages=self.config.normalize_advantages,
+                    epochs_per_batch=self.config.num_epochs)

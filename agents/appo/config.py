@@ -15,7 +15,26 @@ class APPOConfig(IMPALAConfig):
 
     clip_epsilon: float = 0.2  # The surrogate clips pi / mu to [1 - epsilon, 1 + epsilon].
     normalize_advantages: bool = True  # Advantages scaled to mean 0, std 1 in each batch.
+    # SGD steps on each batch (Sample Factory's num_epochs): the clip keeps the reuse safe,
+    # V-trace corrects the lag the extra steps add.
+    num_epochs: int = 1
 
     def __post_init__(self):
         super().__post_init__()
         require(0.0 < self.clip_epsilon < 1.0, "clip_epsilon", "in (0, 1)", self.clip_epsilon)
+        require(self.num_epochs >= 1, "num_epochs", ">= 1", self.num_epochs)
+
+    @classmethod
+    def classic_control(cls, **overrides) -> APPOConfig:
+        """PPO's CartPole settings in APPO's pipeline: unrolls of 32 steps, batches of 8 (one
+        per environment of a 1 x 8 actor), 20 epochs on each at a rate of 1e-3, gamma 0.98,
+        V-trace lambda 0.8, no entropy bonus, gradient norm 0.5, weights fetched once per
+        unroll. CartPole to 475, seeds 0-2: 17.5, 15.9, 13.8 s (about 2,000 steps/s; 1,770
+        fetching every 10 steps); 43.1 s median with IMPALA's defaults, one epoch per batch."""
+        values = dict(
+            unroll_length=32, batch_size=8, num_epochs=20, learning_rate=1e-3,
+            value_learning_rate=0.0, discount=0.98, vtrace_lambda=0.8, entropy_cost=0.0,
+            max_gradient_norm=0.5, adam_epsilon=1e-5, variable_update_period=32,
+        )
+        values.update(overrides)
+        return cls(**values)

@@ -56,6 +56,7 @@ class IMPALALearner(SGDLearner):
         vtrace_lambda: float = 1.0,
         value_learning_rate: float | None = None,
         batch_size: int = 1,
+        epochs_per_batch: int = 1,
     ):
         self._network = network
         self._discount = discount
@@ -93,7 +94,7 @@ class IMPALALearner(SGDLearner):
         batched = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
-                         sample_signature=batched)
+                         epochs_per_batch=epochs_per_batch, sample_signature=batched)
 
     def loss(self, batch: dict) -> dict[str, tf.Tensor]:
         # [B, T+1, ...] -> [T+1, B, ...]

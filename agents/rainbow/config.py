@@ -39,6 +39,15 @@ class RainbowConfig(DQNConfig):
                 self.actor_priorities)
 
     @classmethod
+    def classic_control(cls, **overrides) -> RainbowConfig:
+        """DQN's classic-control settings with epsilon-greedy exploration in place of the noisy
+        head and a rate of 2e-3. CartPole to 475, seeds 0-2, 20k steps: 12.3, 12.7, 18.4 s
+        (median 12.7 s, all solved); with noisy nets at 4e-3: 10.6 s, not solved, 20.7 s."""
+        values = dict(noisy=False, learning_rate=2e-3)
+        values.update(overrides)
+        return super().classic_control(**values)
+
+    @classmethod
     def atari(cls, **overrides) -> RainbowConfig:
         """The Rainbow paper's Atari settings (its Table 1), in agent steps of 4 frames."""
         values = dict(

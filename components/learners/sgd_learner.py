@@ -1,7 +1,8 @@
 """The one learner loop: an agent gives its loss, the loop does everything else.
 
 Per learner step, on one batch (or on each of K slices of it, Acme's
-`num_sgd_steps_per_step`):
+`num_sgd_steps_per_step`; and E times over the batch with `epochs_per_batch`,
+Sample Factory's APPO epochs):
 
     outputs  = loss(sample)                         the agent's math, under a tape
     g_l      = clip_by_global_norm(d outputs[l] / d vars(l), max_norm)   per loss term l
@@ -105,10 +106,13 @@ class SGDLearner(VariablesSaveable, core.Learner):
         max_gradient_norm: float,
         targets: TargetUpdate | None = None,
         sgd_steps_per_batch: int = 1,
+        epochs_per_batch: int = 1,
         sample_signature: Any = None,
     ):
         if sgd_steps_per_batch < 1:
             raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {sgd_steps_per_batch}")
+        if epochs_per_batch < 1:
+            raise ValueError(f"num_epochs must be >= 1, got {epochs_per_batch}")
         if not groups:
             raise ValueError("a learner needs at least one OptimizerGroup")
         self._iterator = io.iterator
@@ -122,6 +126,7 @@ class SGDLearner(VariablesSaveable, core.Learner):
         self._targets = targets
         self._batches_per_call = int(io.batches_per_call)
         self._sgd_steps = int(sgd_steps_per_batch)
+        self._epochs = int(epochs_per_batch)
         self._priority_writer = None
         if io.replay_client is not None:
             self._priority_writer = PriorityWriter(io.replay_client, io.table,
@@ -156,6 +161,17 @@ class SGDLearner(VariablesSaveable, core.Learner):
     # -- the compiled step ---------------------------------------------------------
 
     def _step(self, sample: Any) -> dict[str, tf.Tensor]:
+        """`epochs_per_batch` passes over the batch (APPO's epochs), each `_one_pass`; the
+        metrics are the last pass's, and a non-finite pass ends the loop."""
+        metrics = self._one_pass(sample)
+        if self._epochs == 1:
+            return metrics
+        _, metrics = tf.while_loop(
+            lambda i, metrics: tf.logical_and(i < self._epochs, metrics["finite"]),
+            lambda i, metrics: (i + 1, self._one_pass(sample)), (tf.constant(1), metrics))
+        return metrics
+
+    def _one_pass(self, sample: Any) -> dict[str, tf.Tensor]:
         if self._sgd_steps == 1:
             metrics, priorities, finite = self._sgd_step(sample)
             if priorities is not None:  # A skipped step writes nothing.
@@ -272,7 +288,7 @@ class SGDLearner(VariablesSaveable, core.Learner):
         extra = self._extra_log_values(elapsed)
         if elapsed >= 1.0:  # Rates over less than a second say nothing.
             extra["data_wait_fraction"] = min(1.0, self._wait_s / elapsed)
-        self._step_logger.record(metrics, extra, steps=applied * self._sgd_steps)
+        self._step_logger.record(metrics, extra, steps=applied * self._sgd_steps * self._epochs)
         if not finite:
             check_finite(metrics, self._checked_terms, self.num_steps + 1)
 

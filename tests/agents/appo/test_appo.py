@@ -80,6 +80,34 @@ def test_the_policy_term_is_the_clipped_surrogate_of_normalised_vtrace_advantage
                                      0.2)), expected, rtol=1e-4, atol=1e-6)
 
 
+def test_num_epochs_makes_that_many_sgd_steps_on_each_batch_as_single_steps_would():
+    from agentkit.counting import Counter
+
+    spec = make_environment_spec(fakes.match_the_sign())
+    base = dict(unroll_length=5, hidden_sizes=(8,), batch_size=3, learning_rate=1e-2)
+    single = APPOBuilder(APPOConfig(**base))
+    epochs = APPOBuilder(APPOConfig(**base, num_epochs=3))
+    networks = single.make_networks(spec=spec)
+    once = single.make_learner(networks=networks, spec=spec, iterator=iter(()),
+                               replay_address=None)
+    batch = tf.nest.map_structure(tf.constant, _batch(networks["policy"], seed=1))
+    counter = Counter(prefix="learner")
+    thrice = epochs.make_learner(networks=epochs.make_networks(spec=spec), spec=spec,
+                                 iterator=iter([batch, batch]), replay_address=None,
+                                 counter=counter)
+    thrice.restore(once.save())
+    thrice.step()
+    for _ in range(3):
+        once._step_fn(batch)
+    assert thrice.num_steps == once.num_steps == 3
+    assert counter.get_counts()["learner_steps"] == 3
+    for name, value in once.save().items():  # Three epochs: three single steps, in order.
+        np.testing.assert_allclose(thrice.save()[name], value, rtol=1e-5, atol=1e-6)
+    once._step_fn(batch)  # A fourth step moves the weights: the equality above says something.
+    weight = next(name for name in once.save() if name.endswith("/w:0"))
+    assert not np.allclose(thrice.save()[weight], once.save()[weight], atol=1e-6)
+
+
 def test_appo_learns_match_the_sign_through_threads(tmp_path):
     config = APPOConfig(unroll_length=5, batch_size=4, hidden_sizes=(32,), discount=0.9,
                         learning_rate=3e-3, max_queue_size=16, variable_update_period=5)
