@@ -60,8 +60,9 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
         """Config values that suit the environment named `env` ("atari:Pong"), usually by its
-        family (`components.environments.environment_family`); {} keeps the dataclass
-        defaults. Flags the user gives override these."""
+        family (`components.environments.family_preset`: the config class's `atari()`,
+        `classic_control()`); {} keeps the dataclass defaults. Flags the user gives override
+        these."""
         del env
         return {}
 

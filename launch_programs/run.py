@@ -236,8 +236,7 @@ def _applied_preset(builder_class: type, env: str, values: dict, program_config:
     from components.environments import environment_family
 
     def in_effect(preset: dict, config: Any) -> dict:
-        defaults = {f.name: f.default if f.default_factory is dataclasses.MISSING
-                    else f.default_factory() for f in dataclasses.fields(config) if f.init}
+        defaults = {f.name: _field_default(f, {}) for f in dataclasses.fields(config) if f.init}
         return {k: v for k, v in preset.items()
                 if values[k] == v and defaults.get(k) != v}
 

@@ -15,7 +15,6 @@ import reverb
 from agentkit import core
 from agentkit.adders import Adder, BatchedAdder
 from agentkit.builders import Networks
-from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
@@ -23,7 +22,7 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
-from components.environments import environment_family
+from components.environments import environment_family, family_preset
 from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
@@ -36,12 +35,7 @@ class DQNBuilder(NStepTransitionReplay):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        family = environment_family(env)
-        if family == "atari":
-            return field_values(cls.config_class.atari())
-        if family == "classic_control":
-            return field_values(cls.config_class.classic_control())
-        return {}
+        return family_preset(cls.config_class, env)
 
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ import tensorflow as tf
 from agentkit import core
 from agentkit.adders import Adder
 from agentkit.builders import ActorLearnerBuilder, Networks
-from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
@@ -30,7 +29,7 @@ from components.actors import (
 )
 from components.adders import UnrollAdder, unroll_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
-from components.environments import environment_family
+from components.environments import environment_family, family_preset
 from components.learners import make_learner_io
 from components.replay import make_queue_table
 from components.variable_client import make_variable_client
@@ -45,12 +44,13 @@ class IMPALABuilder(ActorLearnerBuilder):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(IMPALAConfig.atari()) if environment_family(env) == "atari" else {}
+        return family_preset(cls.config_class, env)
 
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
         """Classic control: one actor stepping 8 environments, the first evaluation at 5,000
-        steps (CartPole to 475, seed 0: 15.5 s at 1,840 steps/s, against 41.3 s with 2 x 4)."""
+        steps (CartPole to 475, seed 0: 15.5 s at 1,840 steps/s, against 41.3 s with 2 x 4).
+        APPO's too: a batch of its preset is one unroll of each environment."""
         if environment_family(env) == "classic_control":
             return {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False}
         return {}

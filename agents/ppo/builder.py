@@ -16,7 +16,7 @@ import reverb
 from agentkit import core
 from agentkit.adders import Adder, BatchedAdder
 from agentkit.builders import ActorLearnerBuilder, Networks
-from agentkit.config import ConfigError, field_values
+from agentkit.config import ConfigError
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
@@ -25,7 +25,7 @@ from agents.ppo.learning import PPOLearner
 from components.actors import BatchedFeedForwardActor, SamplingPolicy
 from components.adders import BatchedRolloutAdder, rollout_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
-from components.environments import environment_family
+from components.environments import environment_family, family_preset
 from components.learners import make_learner_io
 from components.networks import make_policy_value_network
 from components.replay import make_queue_table
@@ -47,7 +47,7 @@ class PPOBuilder(ActorLearnerBuilder):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(cls.config_class.atari()) if environment_family(env) == "atari" else {}
+        return family_preset(cls.config_class, env)
 
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ import tensorflow as tf
 from agentkit import core
 from agentkit.adders import Adder
 from agentkit.builders import ActorLearnerBuilder, Networks
-from agentkit.config import field_values
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
@@ -25,6 +24,7 @@ from agents.r2d2.networks import copy_network, make_networks
 from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
 from components.adders import SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
+from components.environments import family_preset
 from components.learners import make_learner_io
 from components.replay import make_rate_limiter, make_replay_table
 from components.variable_client import make_variable_client
@@ -38,7 +38,7 @@ class R2D2Builder(ActorLearnerBuilder):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        return field_values(R2D2Config.atari()) if env.startswith("atari:") else {}
+        return family_preset(cls.config_class, env)
 
     def _extras_spec(self) -> dict:
         """The core state each step began with (the learner restarts from step 0's)."""

@@ -12,6 +12,10 @@ preset per family (its builder's `preset` and `program_preset`):
 
 from __future__ import annotations
 
+from typing import Any
+
+from agentkit.config import field_values
+
 CLASSIC_CONTROL = ("CartPole", "Acrobot", "MountainCar", "MountainCarContinuous", "Pendulum")
 FAMILIES = ("classic_control", "atari", "minatar", "control", "other")
 
@@ -22,3 +26,10 @@ def environment_family(env: str) -> str:
     if kind == "gym":
         return "classic_control" if name.split("-")[0] in CLASSIC_CONTROL else "other"
     return kind if kind in ("atari", "minatar", "control") else "other"
+
+
+def family_preset(config_class: type, env: str) -> dict[str, Any]:
+    """The values of `config_class`'s classmethod named after `env`'s family (`atari()`,
+    `classic_control()`), or {} when it has none: a builder's usual `preset`."""
+    factory = getattr(config_class, environment_family(env), None)
+    return field_values(factory()) if callable(factory) else {}
