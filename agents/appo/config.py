@@ -35,6 +35,7 @@ class APPOConfig(IMPALAConfig):
             unroll_length=32, batch_size=8, num_epochs=20, learning_rate=1e-3,
             value_learning_rate=0.0, discount=0.98, vtrace_lambda=0.8, entropy_cost=0.0,
             max_gradient_norm=0.5, adam_epsilon=1e-5, variable_update_period=32,
+            max_queue_size=24,
         )
         values.update(overrides)
         return cls(**values)

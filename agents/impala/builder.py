@@ -1,5 +1,11 @@
 """IMPALA's builder: a queue of unrolls between sampling actors and a V-trace learner.
 
+A feed-forward policy's actor writes one rollout per round of its
+environments (`BatchedRolloutAdder`: one item of T steps of all K of them,
+across episode ends, as PPO's); the learner's batches are `batch_size` of
+those columns. A recurrent policy needs each unroll within one episode, to
+restart its core from the stored state: one `UnrollAdder` per environment.
+
 The builder knows nothing of launchers: the generic program in
 launch_programs calls these methods inside whichever node needs each part.
 """
@@ -13,7 +19,7 @@ import reverb
 import tensorflow as tf
 
 from agentkit import core
-from agentkit.adders import Adder
+from agentkit.adders import Adder, BatchedAdder
 from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
@@ -27,7 +33,12 @@ from components.actors import (
     RecurrentSamplingPolicy,
     SamplingPolicy,
 )
-from components.adders import UnrollAdder, unroll_signature
+from components.adders import (
+    BatchedRolloutAdder,
+    UnrollAdder,
+    rollout_signature,
+    unroll_signature,
+)
 from components.datasets import BatchingIterator, make_single_sample_iterator
 from components.environments import environment_family, family_preset
 from components.learners import make_learner_io
@@ -42,6 +53,12 @@ class IMPALABuilder(ActorLearnerBuilder):
     learner_class = IMPALALearner  # A subclass changes the loss (APPO).
     table_name = "unroll_queue"
 
+    def __init__(self, config: IMPALAConfig):
+        super().__init__(config)
+        # Environments per rollout item, once configure_acting told the layout and the
+        # policy is feed-forward; None: one unroll per item (parts built by hand, or an LSTM).
+        self.rollout_envs: int | None = None
+
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
         return family_preset(cls.config_class, env)
@@ -55,6 +72,12 @@ class IMPALABuilder(ActorLearnerBuilder):
             return {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False}
         return {}
 
+    def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
+                         env_groups: int) -> None:
+        del num_actors
+        if not self.config.lstm_size:  # Each group of environments writes its own rollouts.
+            self.rollout_envs = num_envs_per_actor // env_groups
+
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
         """Behaviour logits and the weights' version; with an LSTM, also the core state each
         step began with."""
@@ -66,6 +89,10 @@ class IMPALABuilder(ActorLearnerBuilder):
         return extras
 
     def signature(self, spec: EnvironmentSpec) -> dict:
+        """One item's: a rollout of `rollout_envs` environments, or one unroll."""
+        if self.rollout_envs:
+            return rollout_signature(spec, self.config.unroll_length, self.rollout_envs,
+                                     self._extras_spec(spec))
         return unroll_signature(spec, self.config.unroll_length, self._extras_spec(spec))
 
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
@@ -73,8 +100,13 @@ class IMPALABuilder(ActorLearnerBuilder):
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         c = self.config
-        return [make_queue_table(self.table_name, self.signature(spec), c.max_queue_size,
-                                 c.batch_size)]
+        if not self.rollout_envs:
+            return [make_queue_table(self.table_name, self.signature(spec), c.max_queue_size,
+                                     c.batch_size)]
+        # max_queue_size counts unrolls: a rollout item holds rollout_envs of them.
+        per_batch = -(-c.batch_size // self.rollout_envs)
+        size = max(-(-c.max_queue_size // self.rollout_envs), per_batch + 2)
+        return [make_queue_table(self.table_name, self.signature(spec), size, per_batch)]
 
     def make_dataset_iterator(
         self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
@@ -83,7 +115,18 @@ class IMPALABuilder(ActorLearnerBuilder):
         return BatchingIterator(
             lambda: make_single_sample_iterator(replay_address, self.table_name),
             self.config.batch_size, should_stop or (lambda: False),
-        )
+            columns=bool(self.rollout_envs))
+
+    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                           num_envs: int) -> BatchedAdder | None:
+        if not self.rollout_envs:
+            return None
+        if num_envs != self.rollout_envs:
+            raise ValueError(f"an adder of {num_envs} environments, but configure_acting said "
+                             f"{self.rollout_envs} per group")
+        return BatchedRolloutAdder(replay_client, self.table_name, num_envs,
+                                   self.config.unroll_length, self._extras_spec(spec),
+                                   max_in_flight_items=1)
 
     def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
         return UnrollAdder(replay_client, self.table_name, self.config.unroll_length,
@@ -109,7 +152,7 @@ class IMPALABuilder(ActorLearnerBuilder):
         *,
         policy: SamplingPolicy,
         networks: Networks,
-        adders: Sequence[Adder] | None,
+        adders: Sequence[Adder] | BatchedAdder | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
         client = make_variable_client(
@@ -155,4 +198,5 @@ class IMPALABuilder(ActorLearnerBuilder):
             vtrace_lambda=c.vtrace_lambda,
             value_learning_rate=c.value_learning_rate or None,
             batch_size=c.batch_size,
+            time_major=bool(self.rollout_envs),
         )

@@ -1,7 +1,7 @@
 """The IMPALA learner: a V-trace actor-critic on batches of unrolls.
 
-For a batch of unrolls (time-major after a transpose), with pi the learner's
-policy and mu the actors' (recorded as logits):
+For a batch of unrolls, time-major, with pi the learner's policy and mu the
+actors' (recorded as logits):
 
     log_rho_t = log pi(a_t|o_t) - log mu(a_t|o_t)       (masked steps: rho = 0)
     vs, adv   = vtrace(log_rho, gamma * d, r, V(o_0..T-1), V(o_T))
@@ -12,7 +12,16 @@ policy and mu the actors' (recorded as logits):
 means over the steps where an action was taken (mask 1). A zero ratio on
 masked steps (the episode's last observation and padding) gives them no
 correction and no gradient, so an unroll that ends an episode bootstraps
-exactly as its discounts say. The loop around this loss (clipping, the
+exactly as its discounts say.
+
+Batches come in one of two layouts. Rollouts (`time_major`, the
+feed-forward default: `components.adders.BatchedRolloutAdder`'s items, whose
+columns the dataset joins) hold observations [T+1, B] and everything else
+[T, B], across episode ends: a reset step has mask 0 and discount 0, so
+V-trace cuts there as at any masked step. Unrolls (the recurrent policy's,
+`UnrollAdder`'s) are batch-major [B, T+1] and stay within one episode; they
+are transposed and their last step's action, reward and extras dropped.
+The loop around this loss (clipping, the
 non-finite guard, the optimizers, logging with the wait for data) is the
 shared `components.learners.SGDLearner`.
 """
@@ -57,6 +66,7 @@ class IMPALALearner(SGDLearner):
         value_learning_rate: float | None = None,
         batch_size: int = 1,
         epochs_per_batch: int = 1,
+        time_major: bool = False,
     ):
         self._network = network
         self._discount = discount
@@ -91,24 +101,39 @@ class IMPALALearner(SGDLearner):
                                [v for v in variables if id(v) in value_ids],
                                self._value_optimizer, value_schedule),
             ]
-        batched = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
+        self._time_major = bool(time_major)
+        if self._time_major:  # Items [T(+1), K, ...]: a batch has batch_size columns.
+            batched = tree.map_structure(
+                lambda s: tf.TensorSpec((s.shape[0], None) + tuple(s.shape[2:]), s.dtype),
+                signature)
+        else:  # Items [T+1, ...]: a batch stacks batch_size of them.
+            batched = tree.map_structure(
+                lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
                          epochs_per_batch=epochs_per_batch, sample_signature=batched)
 
-    def loss(self, batch: dict) -> dict[str, tf.Tensor]:
-        # [B, T+1, ...] -> [T+1, B, ...]
+    def _as_time_major(self, batch: dict) -> dict:
+        """The rollout layout: observations [T+1, B], the rest [T, B]."""
+        if self._time_major:
+            return batch
+        # [B, T+1, ...] -> [T+1, B, ...]; no action follows the last observation.
         data = tree.map_structure(
             lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))), batch)
+        return {key: value if key == "observation" else tree.map_structure(lambda x: x[:-1], value)
+                for key, value in data.items()}
+
+    def loss(self, batch: dict) -> dict[str, tf.Tensor]:
+        data = self._as_time_major(batch)
         observations = data["observation"]
-        actions = tf.cast(data["action"][:-1], tf.int32)
-        mask = data["mask"][:-1]
+        actions = tf.cast(data["action"], tf.int32)
+        mask = data["mask"]
         if "core_state" in data["extras"]:
             # Replay the unroll from the core state the actor had at its start.
             start = tree.map_structure(lambda x: x[0], data["extras"]["core_state"])
             logits, values = self._network.unroll(observations, start)
         else:  # One forward pass over all T+1 steps of all unrolls.
-            steps, size = tf.shape(data["mask"])[0], tf.shape(data["mask"])[1]
+            shape = tf.shape(tree.flatten(observations)[0])
+            steps, size = shape[0], shape[1]
             flat = tree.map_structure(
                 lambda x: tf.reshape(x, tf.concat([[steps * size], tf.shape(x)[2:]], 0)),
                 observations)
@@ -118,12 +143,12 @@ class IMPALALearner(SGDLearner):
         target_logp = -tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=actions, logits=logits[:-1])
         behaviour_logp = -tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=actions, logits=data["extras"]["logits"][:-1])
+            labels=actions, logits=data["extras"]["logits"])
         log_rhos = tf.where(mask > 0, target_logp - behaviour_logp, _NO_RATIO)
         returns = vtrace(
             log_rhos=log_rhos,
-            discounts=self._discount * data["discount"][:-1],
-            rewards=data["reward"][:-1],
+            discounts=self._discount * data["discount"],
+            rewards=data["reward"],
             values=values[:-1],
             bootstrap_value=values[-1],
             clip_rho_threshold=self._clip_rho,
@@ -158,7 +183,7 @@ class IMPALALearner(SGDLearner):
     def stats(self) -> dict:
         """Unrolls learned from, and taken from the queue but waiting for a full batch."""
         return {"unrolls_learned": self.batches_learned * self._batch_size,
-                "unrolls_waiting": len(getattr(self._iterator, "pending", ()))}
+                "unrolls_waiting": getattr(self._iterator, "waiting", 0)}
 
     def _extra_log_values(self, elapsed_s: float) -> dict[str, float]:
         unrolls = self.batches_learned * self._batch_size

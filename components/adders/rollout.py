@@ -47,7 +47,7 @@ class BatchedRolloutAdder(BatchedAdder):
     """Writes one rollout of `rollout_length` steps of `num_envs` environments per round."""
 
     def __init__(self, client: reverb.Client, table: str, num_envs: int, rollout_length: int,
-                 extras_spec: Any = ()):
+                 extras_spec: Any = (), max_in_flight_items: int = 0):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if rollout_length < 1:
@@ -56,6 +56,9 @@ class BatchedRolloutAdder(BatchedAdder):
         self._table = table
         self._length = rollout_length
         self._extras_dtypes = [numpy_dtype(s) for s in tree.flatten(extras_spec)]
+        # 0: an item is on the server when add returns (PPO's actor then waits for the weights
+        # that learned from it); an actor that never waits (IMPALA's) goes on while N are sent.
+        self._max_in_flight = int(max_in_flight_items)
         self._writer = client.trajectory_writer(num_keep_alive_refs=rollout_length + 1)
         self._started = False  # Whether the writer holds this rollout's partial step.
         self._steps = 0  # Steps of the current rollout.
@@ -94,9 +97,9 @@ class BatchedRolloutAdder(BatchedAdder):
         for key in ("action", "reward", "discount", "extras", "mask"):
             trajectory[key] = tree.map_structure(lambda c: c[-(n + 1):-1], history[key])
         self._writer.create_item(self._table, 1.0, trajectory)
-        # Wait until the server holds it: the actor then waits for the round's weights, and
-        # an item left in flight would never reach the learner that makes them.
-        self._writer.flush()
+        # With 0 in flight, wait until the server holds it: PPO's actor then waits for the
+        # round's weights, and an item left in flight would never reach the learner.
+        self._writer.flush(self._max_in_flight)
         self._steps = 0
         self.items_written += 1
 

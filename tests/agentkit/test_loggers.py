@@ -40,6 +40,25 @@ def test_factory_adds_wall_time_and_writes_tensorboard(tmp_path):
     assert os.listdir(os.path.join(tmp_path, "tb", "evaluator"))
 
 
+def test_tensorboard_gets_every_numeric_value_at_its_step(tmp_path):
+    import glob
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from agentkit.loggers.tensorboard import TensorBoardLogger
+
+    logger = TensorBoardLogger(str(tmp_path), "actor", step_key="actor_steps")
+    for i in range(3):
+        logger.write({"actor_steps": 10 * i, "episode_return": 0.5 + i, "note": "text"})
+    logger.close()
+    (events,) = glob.glob(os.path.join(tmp_path, "tb", "actor", "events.out.tfevents.*"))
+    accumulator = EventAccumulator(events)
+    accumulator.Reload()
+    assert sorted(accumulator.Tags()["scalars"]) == ["actor_steps", "episode_return"]
+    returns = accumulator.Scalars("episode_return")
+    assert [(s.step, s.value) for s in returns] == [(0, 0.5), (10, 1.5), (20, 2.5)]
+
+
 def test_nodes_of_one_kind_share_one_csv_under_threads(tmp_path):
     import threading
 

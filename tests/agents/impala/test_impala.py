@@ -106,31 +106,105 @@ def test_actors_record_the_version_of_the_weights_they_fetched():
     np.testing.assert_array_equal(extras["policy_version"], [42, 42, 42])
 
 
-def test_impala_learns_match_the_sign_and_consumes_every_unroll_once(tmp_path):
+def test_impala_learns_match_the_sign_and_consumes_every_rollout_once(tmp_path):
     config = IMPALAConfig(unroll_length=5, batch_size=4, hidden_sizes=(32,), discount=0.9,
                           learning_rate=3e-3, max_queue_size=16, variable_update_period=5)
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=6000,
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign())
     tf.random.set_seed(0)
-    program = make_agent_program(IMPALABuilder(config), fakes.match_the_sign, spec,
-                                 program_config, str(tmp_path))
+    builder = IMPALABuilder(config)
+    program = make_agent_program(builder, fakes.match_the_sign, spec, program_config,
+                                 str(tmp_path))
+    assert builder.rollout_envs == 2  # Feed-forward: one rollout of 2 environments per item.
     result = launch_threads(program)
     assert result.status == "completed", result.error and result.error.formatted
     info = result.objects["replay"].info()[IMPALABuilder.table_name]
     written = sum(result.objects[f"actor_{i}"].items_written() for i in range(2))
     stats = result.objects["learner"].learner_stats()
     learned, waiting = stats["unrolls_learned"], stats["unrolls_waiting"]
-    # Every unroll written reached the queue; each one handed out was learned
-    # from (or waits in a partial batch); what was never handed out is still there.
+    # Every rollout written reached the queue; each one handed out was learned
+    # from (its 2 unrolls, or what of them waits for the next batch); what was
+    # never handed out is still there.
     assert info["num_inserts"] == written > 0
-    assert info["num_samples"] == learned + waiting
+    assert 2 * info["num_samples"] == learned + waiting
+    assert waiting < config.batch_size
     assert info["num_samples"] + info["current_size"] == info["num_inserts"]
-    # 10-step episodes, T = 5: two unrolls per finished episode, and at most
-    # two for each of the 4 episodes cut short at the budget.
-    episodes = result.objects["counter"].get_counts()["actor_episodes"]
-    assert 2 * episodes <= written <= 2 * episodes + 4 * 2
+    # A rollout holds T = 5 steps of 2 environments: the steps counted, and the
+    # reset step after each finished episode (mask 0, not counted); each actor
+    # drops at most its unfinished rollout at the budget, and at most its 2
+    # last episodes end with no reset step after them.
+    counts = result.objects["counter"].get_counts()
+    stepped = counts["actor_steps"] + counts["actor_episodes"]
+    assert written * 5 * 2 <= stepped < (written + 2) * 5 * 2 + 4
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 9.0  # Random: 5.
+
+
+def _as_rollouts(batch):
+    """The rollout layout of a batch of unrolls: observations [T+1, B], the rest [T, B]."""
+    def time_major(x, keep_last):
+        x = np.swapaxes(x, 0, 1)
+        return x if keep_last else x[:-1]
+
+    return {key: ({e: time_major(x, False) for e, x in value.items()} if key == "extras"
+                  else time_major(value, key == "observation"))
+            for key, value in batch.items()}
+
+
+def test_rollout_batches_give_the_loss_of_the_same_unrolls():
+    """The learner of rollout items (observations [T+1, B], the rest [T, B], the actor's
+    layout across episode ends) computes what the unroll learner does on the same steps."""
+    config = IMPALAConfig(unroll_length=4, hidden_sizes=(8,))
+    unrolls, batch = _learner_and_batch(config, seed=2)
+    batch["mask"][0, 2:] = 0.0  # An episode ends at step 2 of the first column ...
+    batch["discount"][0, 1] = 0.0
+    batch["reward"][0, 2] = 0.0  # ... whose reset step has no reward.
+    batch["extras"]["policy_version"][:] = np.array([[0], [3], [1]])
+    builder = IMPALABuilder(config)
+    builder.configure_acting(num_actors=1, num_envs_per_actor=3, env_groups=1)
+    spec = make_environment_spec(fakes.match_the_sign())
+    networks = builder.make_networks(spec=spec)
+    for target, source in zip(networks["policy"].variables, unrolls._network.variables):
+        target.assign(source)
+    rollouts = builder.make_learner(networks=networks, spec=spec, iterator=iter(()),
+                                    replay_address=None)
+    assert rollouts._time_major and not unrolls._time_major
+    for _ in range(3):  # The learners' steps: lag 3 - version.
+        unrolls._num_steps.assign_add(1)
+        rollouts._num_steps.assign_add(1)
+    junk = {k: (v.copy() if k != "extras" else {e: x.copy() for e, x in v.items()})
+            for k, v in batch.items()}
+    junk["action"][:, -1] = 1 - junk["action"][:, -1]  # No action follows o_T: never read.
+    junk["reward"][:, -1] = 7.0
+    expected = unrolls.loss(tf.nest.map_structure(tf.constant, junk))
+    got = rollouts.loss(tf.nest.map_structure(tf.constant, _as_rollouts(batch)))
+    assert set(got) == set(expected)
+    for name in expected:
+        np.testing.assert_allclose(float(got[name]), float(expected[name]), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+    assert float(got["policy_lag_max"]) == 3.0 and float(got["baseline_loss"]) > 0
+
+
+def test_feed_forward_actors_write_rollouts_and_recurrent_ones_unrolls(reverb_server_factory):
+    spec = make_environment_spec(fakes.match_the_sign())
+    builder = IMPALABuilder(IMPALAConfig(unroll_length=4, batch_size=4, max_queue_size=16))
+    builder.configure_acting(num_actors=2, num_envs_per_actor=6, env_groups=2)
+    assert builder.rollout_envs == 3  # Each of the 2 groups writes its own rollouts.
+    table = builder.make_replay_tables(spec=spec)[0]
+    # 16 unrolls waiting are 6 items of 3 (rounded up); a batch of 4 takes 2 items.
+    assert table.info.max_size == 6
+    assert builder.signature(spec)["observation"].shape == (5, 3, 2)
+    assert builder.signature(spec)["action"].shape == (4, 3)
+    server, client = reverb_server_factory([table])
+    adder = builder.make_batched_adder(replay_client=client, spec=spec, num_envs=3)
+    assert adder.num_envs == 3
+    with pytest.raises(ValueError, match="configure_acting said 3"):
+        builder.make_batched_adder(replay_client=client, spec=spec, num_envs=6)
+    recurrent = IMPALABuilder(IMPALAConfig(lstm_size=4, unroll_length=4))
+    recurrent.configure_acting(num_actors=2, num_envs_per_actor=6, env_groups=2)
+    assert recurrent.rollout_envs is None
+    assert recurrent.make_batched_adder(replay_client=client, spec=spec, num_envs=3) is None
+    assert recurrent.signature(spec)["action"].shape == (5,)
 
 
 def test_value_torso_gets_its_own_learning_rate():
