@@ -18,6 +18,8 @@ CORE = [
     "opencv-python>=4.8,<4.12",
     # Ray core only: ray[default] pulls extras that need protobuf>=5.
     "ray>=2.9,<3",
+    # minatar:<game>; the package also pulls matplotlib, pandas, scipy and seaborn (its display).
+    "minatar==1.0.15",
 ]
 
 setup(

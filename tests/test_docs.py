@@ -432,7 +432,7 @@ def _config_pages() -> dict[str, list[type]]:
 
 # A representative --env for each preset table's kind ("atari preset").
 PRESET_ENVS = {"atari": "atari:Pong", "control": "control:cartpole:swingup",
-               "classic_control": "gym:CartPole-v1"}
+               "minatar": "minatar:breakout", "classic_control": "gym:CartPole-v1"}
 
 
 @pytest.mark.parametrize("path", sorted(_config_pages()))

@@ -40,9 +40,13 @@ class DQNBuilder(NStepTransitionReplay):
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
         """Classic control: one actor stepping 16 environments (one policy call per 16 steps),
-        first evaluation at 5,000 steps as stable-baselines3's."""
-        if environment_family(env) == "classic_control":
+        first evaluation at 5,000 steps as stable-baselines3's. MinAtar: 16 environments too,
+        evaluated every 25,000 frames."""
+        family = environment_family(env)
+        if family == "classic_control":
             return {"num_actors": 1, "num_envs_per_actor": 16, "eval_at_start": False}
+        if family == "minatar":  # One actor of 16 games; evaluations every 25k frames.
+            return {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000}
         return {}
 
     @property

@@ -25,7 +25,7 @@ class IMPALAConfig:
     entropy_cost: float = 0.01  # Weight of the entropy bonus.
 
     # Network.
-    torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "minatar" (one conv), or "auto" by shape.
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).

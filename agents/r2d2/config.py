@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from agentkit.config import require, require_common_fields, require_replay_fields
+from components.networks.torso import TORSOS
 
 
 @dataclasses.dataclass
@@ -24,7 +25,7 @@ class R2D2Config:
     target_update_period: int = 200  # Learner steps between target network copies.
 
     # Network: torso -> LSTM -> (dueling) head.
-    torso: str = "auto"  # "mlp", "atari" (Nature CNN), or "auto" from the observation rank.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "minatar" (one conv), or "auto" by shape.
     hidden_sizes: tuple[int, ...] = (128,)  # MLP torso layers.
     lstm_size: int = 128  # LSTM core units.
     dueling: bool = True  # Dueling value/advantage head.
@@ -72,8 +73,7 @@ class R2D2Config:
                 self.value_rescaling_eps)
         require(self.target_update_period >= 1, "target_update_period", ">= 1",
                 self.target_update_period)
-        require(self.torso in ("auto", "mlp", "atari"), "torso", "one of auto, mlp, atari",
-                self.torso)
+        require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.lstm_size >= 1, "lstm_size", ">= 1", self.lstm_size)

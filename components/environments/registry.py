@@ -1,4 +1,4 @@
-"""Maps `--env` names (gym:, atari:, memory:, control:) to dm_env environments."""
+"""Maps `--env` names (gym:, atari:, minatar:, memory:, control:) to dm_env environments."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from components.environments.wrappers import (
 ENVIRONMENT_KINDS = {
     "gym": "gym:<gymnasium id>, e.g. gym:CartPole-v1",
     "atari": "atari:<Game>, e.g. atari:Pong",
+    "minatar": "minatar:<game>, e.g. minatar:breakout",
     "memory": "memory:<N>, e.g. memory:10 (a cue at the first step, its question N steps later)",
     "control": "control:<domain>:<task>, e.g. control:cartpole:swingup (pip install -e .[control])",
 }
@@ -48,6 +49,16 @@ def _make_atari(name: str, seed: int | None, evaluation: bool) -> dm_env.Environ
         raise UnknownEnvironmentError(f"--env: ale-py has no game '{name}' ({e})") from e
 
 
+def _make_minatar(name: str, seed: int | None, evaluation: bool) -> dm_env.Environment:
+    from components.environments.minatar import GAMES, MinAtarEnvironment
+
+    del evaluation  # As in the paper, evaluation plays with sticky actions too.
+    if name not in GAMES:
+        raise UnknownEnvironmentError(f"--env: MinAtar has no game '{name}'; allowed: "
+                                      f"{', '.join('minatar:' + g for g in GAMES)}")
+    return MinAtarEnvironment(name, seed=seed)
+
+
 def _make_memory(name: str, seed: int | None, evaluation: bool) -> dm_env.Environment:
     from components.environments.memory import MemoryEnvironment
 
@@ -77,6 +88,7 @@ def _make_control(name: str, seed: int | None, evaluation: bool) -> dm_env.Envir
 _FACTORIES: dict[str, Callable[[str, int | None, bool], dm_env.Environment]] = {
     "gym": _make_gym,
     "atari": _make_atari,
+    "minatar": _make_minatar,
     "memory": _make_memory,
     "control": _make_control,
 }

@@ -8,6 +8,7 @@ from components.networks.deterministic_policy import DeterministicPolicy
 from components.networks.distributional import DistributionalCritic
 from components.networks.dueling import DuelingHead
 from components.networks.layer_norm_mlp import LayerNormMLP
+from components.networks.minatar import MinAtarTorso
 from components.networks.mlp import MLPTorso
 from components.networks.noisy import NoisyLinear, NoisyMLP, set_noise
 from components.networks.policy_value import PolicyValueHead
@@ -16,6 +17,6 @@ from components.networks.torso import make_torso
 
 __all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "DistributionalCritic",
            "DuelingHead", "LayerNormMLP",
-           "MLPTorso", "NoisyLinear", "NoisyMLP",
+           "MinAtarTorso", "MLPTorso", "NoisyLinear", "NoisyMLP",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
            "SeparatePolicyValue", "make_policy_value_network", "make_torso", "set_noise"]

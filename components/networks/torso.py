@@ -1,4 +1,5 @@
-"""Picks a torso from the observation spec: the Nature CNN for frames, else an MLP."""
+"""Picks a torso from the observation spec: the Nature CNN for frames, MinAtar's convolution
+for small grids, else an MLP."""
 
 from __future__ import annotations
 
@@ -9,18 +10,28 @@ import sonnet as snt
 from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec
 from components.networks.atari import MIN_SIDE, AtariTorso
+from components.networks.minatar import MinAtarTorso
 from components.networks.mlp import MLPTorso
 
-TORSOS = ("auto", "mlp", "atari")
+TORSOS = ("auto", "mlp", "atari", "minatar")
 
 
 def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int]) -> snt.Module:
-    """`kind` is "mlp", "atari" or "auto" (atari for [H, W, C] observations)."""
+    """`kind` is "mlp", "atari", "minatar" or "auto": atari for [H, W, C] observations at
+    least MIN_SIDE a side, minatar for smaller grids, mlp for the rest."""
     shape = spec.observations.shape
     if kind not in TORSOS:
         raise ConfigError(f"--torso: must be one of {', '.join(TORSOS)}, got {kind!r}")
     if kind == "auto":
-        kind = "atari" if len(shape) == 3 else "mlp"
+        if len(shape) == 3:
+            kind = "atari" if min(shape[:2]) >= MIN_SIDE else "minatar"
+        else:
+            kind = "mlp"
+    if kind == "minatar":
+        if len(shape) != 3 or min(shape[:2]) < 3:
+            raise ConfigError(f"--torso: 'minatar' needs [H, W, C] observations with H, W >= 3, "
+                              f"got shape {tuple(shape)}")
+        return MinAtarTorso()
     if kind == "atari":
         if len(shape) != 3 or min(shape[:2]) < MIN_SIDE:
             raise ConfigError(

@@ -33,6 +33,17 @@ def test_the_classic_control_preset_is_applied_and_named():
     assert "num_envs_per_actor=16" in line and "\n" not in line
 
 
+def test_the_minatar_preset_is_the_papers_network_and_replay():
+    spec = run.parse(["--agent=dqn", "--env=minatar:breakout", "--logdir=/tmp/unused"])
+    config = spec.agent_config
+    assert spec.preset["family"] == "minatar"
+    assert (config.torso, config.head_hidden_size) == ("minatar", 128)
+    assert (config.max_replay_size, config.min_replay_size) == (100_000, 5_000)
+    assert (config.epsilon_final, config.epsilon_decay_steps) == (0.1, 100_000)
+    assert spec.program_config.num_envs_per_actor == 16
+    assert spec.program_config.eval_every == 25_000
+
+
 def test_a_flag_given_wins_over_the_preset_and_leaves_the_list():
     spec = run.parse(["--agent=dqn", "--env=gym:CartPole-v1", "--num_actors=2", "--n_step=3",
                       "--logdir=/tmp/unused"])
