@@ -1,0 +1,120 @@
+"""Pixel learning runs (MinAtar, Atari Pong): each run's curve, resumable when stopped.
+
+Each run is the command line with the presets the environment picks (threads
+launcher), in its own logdir under --logroot. Started again after a stop
+(Ctrl-C, a killed session), a run resumes from its logdir's checkpoint and
+its curve goes on; a run that took its budget is not run again. After each
+run (finished or not) its curve is written to
+bench/results/pixels/<run>-s<seed>.json (evaluation rounds: actor steps,
+wall time, mean and standard deviation of the round's returns; the first
+round whose mean reached the target) and drawn with launch_programs.plot to
+bench/results/pixels/<run>-s<seed>.png.
+
+    python bench/pixels.py --runs=dqn-minatar-breakout            # one run, seed 0
+    python bench/pixels.py --runs=dqn-minatar-breakout,dqn-minatar-space_invaders
+    python bench/pixels.py --runs=dqn-minatar-breakout --report_only   # curve of what ran
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from launch_programs import plot  # noqa: E402
+
+# run -> (agent, environment, actor-step budget, target evaluation mean, extra flags).
+# Budgets in agent steps: MinAtar has no frame skip (1M frames = 1M steps), Atari repeats
+# each action 4 times (3M steps = 12M frames). Targets: the pixels issue's.
+RUNS = {
+    "dqn-minatar-breakout": ("dqn", "minatar:breakout", 1_000_000, 8.0, []),
+    "dqn-minatar-space_invaders": ("dqn", "minatar:space_invaders", 1_000_000, 30.0, []),
+    "impala-minatar-breakout": ("impala", "minatar:breakout", 1_000_000, 8.0, []),
+    "impala-minatar-space_invaders": ("impala", "minatar:space_invaders", 1_000_000, 30.0, []),
+    "impala-atari-pong": ("impala", "atari:Pong", 3_000_000, 18.0, []),
+}
+
+
+def logdir_of(logroot: str, run: str, seed: int) -> str:
+    return os.path.join(logroot, f"{run}-s{seed}")
+
+
+def run_one(run: str, seed: int, logroot: str) -> int:
+    """Runs (or resumes) `run`; returns the command's exit code."""
+    agent, env, budget, _, extra = RUNS[run]
+    cmd = [sys.executable, "-m", "launch_programs.run", f"--agent={agent}", f"--env={env}",
+           "--launch=threads", f"--seed={seed}", f"--max_actor_steps={budget}",
+           f"--logdir={logdir_of(logroot, run, seed)}", "--print_every_s=30", *extra]
+    print(f"[pixels] {run} seed {seed}: {' '.join(cmd[1:])}", flush=True)
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
+    """Writes the run's curve (JSON and PNG); None when it has no evaluation yet."""
+    agent, env, budget, target, _ = RUNS[run]
+    logdir = logdir_of(logroot, run, seed)
+    try:
+        curves = plot.load_run(logdir)
+    except plot.RunDirError as e:
+        print(f"[pixels] {e}", flush=True)
+        return None
+    rounds = [[int(s), round(float(w), 1), round(float(m), 3), round(float(d), 3)]
+              for s, w, m, d in zip(curves.eval_steps, curves.eval_wall, curves.eval_mean,
+                                    curves.eval_std)]
+    reached = next(({"actor_steps": r[0], "wall_time_s": r[1], "eval_return_mean": r[2]}
+                    for r in rounds if r[2] >= target), None)
+    summary_path = os.path.join(logdir, "summary.json")
+    summary = json.load(open(summary_path)) if os.path.exists(summary_path) else {}
+    result = {
+        "run": run, "agent": agent, "env": env, "seed": seed, "budget": budget,
+        "target": target, "first_reached": reached, "logdir": os.path.relpath(logdir, ROOT),
+        "status": summary.get("status", "running or stopped"),
+        "actor_steps": summary.get("actor_steps"), "wall_time_s": summary.get("wall_time_s"),
+        "actor_steps_per_s": summary.get("actor_steps_per_s"),
+        "learner_steps_per_s": summary.get("learner_steps_per_s"),
+        "eval_rounds": rounds, "eval_round_fields": ["actor_steps", "wall_time_s", "mean", "std"],
+        "machine": f"{platform.node()}, {os.cpu_count()} cpus",
+    }
+    os.makedirs(out_dir, exist_ok=True)
+    name = f"{run}-s{seed}"
+    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    plot.plot([logdir], os.path.join(out_dir, f"{name}.png"))
+    last = rounds[-1] if rounds else None
+    print(f"[pixels] {name}: {len(rounds)} evaluation rounds"
+          + (f", last {last[2]:.2f} at {last[0]} steps" if last else "")
+          + (f"; {target} first at {reached['actor_steps']} steps, {reached['wall_time_s']} s"
+             if reached else f"; {target} not reached"), flush=True)
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", default="dqn-minatar-breakout",
+                        help="comma-separated, of: " + ", ".join(RUNS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--logroot", default=os.path.join(ROOT, "runs", "pixels"))
+    parser.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "pixels"))
+    parser.add_argument("--report_only", action="store_true",
+                        help="write the curves of what ran, without running anything")
+    args = parser.parse_args(argv)
+    runs = args.runs.split(",")
+    unknown = [r for r in runs if r not in RUNS]
+    if unknown:
+        parser.error(f"--runs: unknown {unknown}; allowed: {', '.join(RUNS)}")
+    code = 0
+    for run in runs:
+        if not args.report_only:
+            code = run_one(run, args.seed, args.logroot) or code
+        report(run, args.seed, args.logroot, args.out_dir)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
