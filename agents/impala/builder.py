@@ -67,9 +67,13 @@ class IMPALABuilder(ActorLearnerBuilder):
     def program_preset(cls, env: str) -> dict[str, Any]:
         """Classic control: one actor stepping 8 environments, the first evaluation at 5,000
         steps (CartPole to 475, seed 0: 15.5 s at 1,840 steps/s, against 41.3 s with 2 x 4).
-        APPO's too: a batch of its preset is one unroll of each environment."""
-        if environment_family(env) == "classic_control":
+        APPO's too: a batch of its preset is one unroll of each environment. MinAtar: one
+        actor of 16 games (a batch: one round), evaluated every 25,000 frames."""
+        family = environment_family(env)
+        if family == "classic_control":
             return {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False}
+        if family == "minatar":
+            return {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000}
         return {}
 
     def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,

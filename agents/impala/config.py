@@ -78,6 +78,19 @@ class IMPALAConfig:
         return threshold(self.clip_rho_threshold), threshold(self.clip_pg_rho_threshold)
 
     @classmethod
+    def minatar(cls, **overrides) -> IMPALAConfig:
+        """MinAtar: the paper's network (one 16-filter 3x3 convolution, 128 hidden units) as a
+        shared torso under the policy-value head; batches of 16 unrolls of 20 steps (one round
+        of a 1 x 16 actor), Adam at 5e-4, the entropy bonus at 0.01."""
+        values = dict(
+            torso="minatar", head_hidden_size=128, shared_torso=True, batch_size=16,
+            learning_rate=5e-4, value_learning_rate=0.0, max_queue_size=64,
+            variable_update_period=20,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
     def atari(cls, **overrides) -> IMPALAConfig:
         """The paper's shallow-network Atari settings (RMSProp, batch 32, T = 20)."""
         values = dict(
