@@ -86,7 +86,8 @@ def _base_parser() -> argparse.ArgumentParser:
                         f"entry-point group {ENTRY_POINT_GROUP}, or package.module:Factory (a builder "
                         f"class or a function returning one) (default: dqn)")
     g.add_argument("--env", default="gym:CartPole-v1", metavar="NAME",
-                   help="gym:<id>, atari:<Game>, memory:<N> or control:<domain>:<task>; "
+                   help="gym:<id>, atari:<Game>, minatar:<game>, memory:<N> or "
+                        "control:<domain>:<task>; "
                         "it also picks the agent's preset (default: gym:CartPole-v1)")
     g.add_argument("--launch", default="threads", metavar="|".join(LAUNCHERS),
                    help="threads: every node in this process; ray: one process per node "
@@ -104,6 +105,12 @@ def _base_parser() -> argparse.ArgumentParser:
     g.add_argument("--observation_indices", type=_parse_ints, default=(), metavar="INTS",
                    help="keep only these entries of a vector observation "
                         "(gym:CartPole-v1 with 0,2 hides the velocities)")
+    g.add_argument("--progress", type=_parse_bool, nargs="?", const=True, default=True,
+                   metavar="BOOL",
+                   help="one line for the whole run every --print_every_s (steps of the budget, "
+                        "rates, the learner's wait for data, the last evaluation, the time "
+                        "left), rewritten in place on a terminal; false: each node prints its "
+                        "own rows (default: true)")
     g.add_argument("-h", "--help", action="store_true", help="show the flags and exit")
     return p
 
@@ -172,6 +179,7 @@ class RunSpec:
     private_network: bool = True
     # The preset values in effect: {"family", "config": {...}, "program": {...}}.
     preset: dict = dataclasses.field(default_factory=dict)
+    progress: bool = True  # One consolidated progress line, not each node's rows.
 
     @property
     def on_cluster(self) -> bool:
@@ -226,7 +234,7 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
                    program_config, builder_class, ray_config, tuple(args.observation_indices),
-                   args.private_network, preset)
+                   args.private_network, preset, args.progress)
 
 
 def _applied_preset(builder_class: type, env: str, values: dict, program_config: Any,
@@ -449,7 +457,15 @@ def _main(argv: list[str], signals: StopSignals) -> int:
                   f"compared with this command's", flush=True)
     life_start = time.time()
     start = life_start - run_dir.prior_wall_s  # The run's start: wall_time_s continues.
-    program = make_agent_program(builder, factory, spec, run.program_config, run.logdir, start,
+    every_s = run.program_config.print_every_s
+    reporter = None
+    node_config = run.program_config
+    if run.progress and every_s > 0:  # The driver's line stands for the nodes' own.
+        from launch_programs.progress import ProgressReporter
+
+        node_config = dataclasses.replace(run.program_config, print_every_s=0)
+        reporter = ProgressReporter(run.logdir, run.program_config.max_actor_steps, every_s)
+    program = make_agent_program(builder, factory, spec, node_config, run.logdir, start,
                                  name=run.agent, initial_counts=initial_counts,
                                  batched_environment_factory=batched_factory)
     if run.launch == "ray":
@@ -468,6 +484,8 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     try:
         try:
             signals.arm()
+            if reporter is not None:
+                reporter.start()
             result = launcher.launch()
         except KeyboardInterrupt:  # The signal came before the launcher could catch it.
             result = LaunchResult("interrupted", {})
@@ -476,6 +494,9 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             return 2
         finally:
             signals.disarm()
+            if reporter is not None:
+                reporter.report()  # Where the run ended.
+                reporter.stop()
         counter = result.objects.get("counter")
         counts = dict(initial_counts or {})
         if counter is not None:
