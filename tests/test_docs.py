@@ -31,7 +31,8 @@ from collections.abc import Iterator
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README_LIMIT_BYTES = 9_000  # The tour, the reliability section and one row per agent; details in docs/
+# The tour, the reliability section, one row per agent and the pixel curves; details in docs/.
+README_LIMIT_BYTES = 9_600
 COMMAND_LANGUAGES = ("", "bash", "sh", "shell", "console")
 UNCHECKED_LANGUAGES = ("text", "json")
 # Commands that a doc may show but that this test cannot check beyond their name.
@@ -250,6 +251,19 @@ def _is_python(word: str) -> bool:
     return os.path.basename(word) in ("python", "python3")
 
 
+def _check_plot(args: list[str]) -> None:
+    """The plot command's flags parse (its run directories may be placeholders)."""
+    from launch_programs import plot
+
+    flags = [a for a in args if a.startswith("--")]
+    unknown = [f for f in flags if f.split("=")[0] not in ("--x", "--out")]
+    if unknown:
+        raise DocCommandError(f"launch_programs.plot: unknown flags {unknown}")
+    for flag in flags:
+        if flag.startswith("--x=") and flag.split("=", 1)[1] not in plot.X_AXES:
+            raise DocCommandError(f"launch_programs.plot: {flag}: not one of {sorted(plot.X_AXES)}")
+
+
 def check_command(line: str) -> None:
     """Raises DocCommandError unless `line` would run as written from the repository root."""
     words = shlex.split(line, comments=True)
@@ -267,6 +281,8 @@ def check_command(line: str) -> None:
             return _check_paths(args, "pytest")
         if args[:2] == ["-m", "launch_programs.run"]:
             return _check_run(args[2:], env)
+        if args[:2] == ["-m", "launch_programs.plot"]:
+            return _check_plot(args[2:])
         if args[:2] == ["-m", "pytest"]:
             return _check_paths(args[2:], "pytest")
         if args and args[0].endswith(".py"):
@@ -506,6 +522,8 @@ RUN = ".venv/bin/python -m launch_programs.run"
     "pip install -e .[cuda]",
     "curl https://example.com",
     f"{RUN} --agent=dqn | tee log",
+    "python -m launch_programs.plot runs/a --x=episodes",
+    "python -m launch_programs.plot runs/a --output=a.png",
 ])
 def test_the_checker_rejects(line: str):
     with pytest.raises(DocCommandError):
@@ -518,6 +536,7 @@ def test_the_checker_rejects(line: str):
     f"PYTHONPATH=examples/external_agent {RUN} --agent=my_agents.greedy_dqn:make_builder "
     f"--epsilon=0.1",
     "make run",
+    "python -m launch_programs.plot RUN_DIR --x=wall_time_s --out=curves.png",
     "python bench/learner.py --network=mlp --batch_sizes=64",
     "bash bench/gpu_check.sh",
     "pip install -e .[control]",
