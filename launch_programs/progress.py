@@ -28,16 +28,28 @@ RATE_S = 30.0  # The actors' steps/s is measured over about this many seconds.
 
 
 class CsvTail:
-    """The rows appended to a CSV since the last call (complete lines only)."""
+    """The rows appended to a CSV since the last call (complete lines only).
+
+    A CSVLogger rewrites its file with a wider header when a row brings a new
+    key: then the header differs, and the whole file is read again.
+    """
 
     def __init__(self, path: str):
         self._path = path
         self._offset = 0
-        self._header: list[str] | None = None
+        self._header_line: bytes | None = None
+        self._header: list[str] = []
 
     def new_rows(self) -> list[dict[str, str]]:
         try:
             with open(self._path, "rb") as f:
+                header_line = f.readline()
+                if not header_line.endswith(b"\n"):
+                    return []
+                if header_line != self._header_line:  # New, or rewritten wider.
+                    self._header_line = header_line
+                    self._header = next(csv.reader([header_line.decode(errors="replace")]))
+                    self._offset = len(header_line)
                 f.seek(self._offset)
                 data = f.read()
         except FileNotFoundError:
@@ -46,11 +58,8 @@ class CsvTail:
         if end == 0:
             return []
         self._offset += end
-        lines = data[:end].decode(errors="replace").splitlines()
-        if self._header is None:
-            self._header, lines = next(csv.reader([lines[0]])), lines[1:]
         rows = []
-        for values in csv.reader(io.StringIO("\n".join(lines))):
+        for values in csv.reader(io.StringIO(data[:end].decode(errors="replace"))):
             if len(values) == len(self._header):  # A damaged row is skipped.
                 rows.append(dict(zip(self._header, values)))
         return rows

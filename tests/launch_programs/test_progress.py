@@ -24,6 +24,17 @@ def test_a_tail_gives_each_complete_row_once(tmp_path):
                                {"wall_time_s": "4.0", "actor_steps": "40"}]
 
 
+def test_a_csv_rewritten_with_a_wider_header_is_read_again(tmp_path):
+    path = tmp_path / "evaluator.csv"
+    tail = CsvTail(str(path))
+    _write(path, "wall_time_s,actor_steps\n1.0,0\n")
+    assert tail.new_rows() == [{"wall_time_s": "1.0", "actor_steps": "0"}]
+    path.write_text("wall_time_s,actor_steps,extra\n1.0,0,\n2.0,100,7\n")  # As CSVLogger does.
+    assert tail.new_rows() == [{"wall_time_s": "1.0", "actor_steps": "0", "extra": ""},
+                               {"wall_time_s": "2.0", "actor_steps": "100", "extra": "7"}]
+    assert tail.new_rows() == []
+
+
 def test_the_line_says_steps_rates_wait_evaluation_and_time_left(tmp_path):
     reader = ProgressReader(str(tmp_path))
     _write(tmp_path / "actor.csv", "wall_time_s,actor_steps,episode_return\n10.0,50000,1\n")
