@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 
@@ -52,7 +53,14 @@ def run_one(run: str, seed: int, logroot: str) -> int:
            "--launch=threads", f"--seed={seed}", f"--max_actor_steps={budget}",
            f"--logdir={logdir_of(logroot, run, seed)}", "--print_every_s=30", *extra]
     print(f"[pixels] {run} seed {seed}: {' '.join(cmd[1:])}", flush=True)
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    # Its own session: Ctrl-C reaches this script alone, which passes it on once and waits
+    # for the run to stop cleanly (checkpoint, summary). subprocess.run would kill it.
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        return proc.wait()
 
 
 def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
@@ -113,6 +121,8 @@ def main(argv=None) -> int:
         if not args.report_only:
             code = run_one(run, args.seed, args.logroot) or code
         report(run, args.seed, args.logroot, args.out_dir)
+        if code == 128 + signal.SIGINT:  # Stopped: the runs after it wait for the next start.
+            break
     return code
 
 
