@@ -195,6 +195,13 @@ class ActorNode:
         policy = builder.make_policy(networks=networks, spec=spec,
                                      seed=run.seed * 7919 + actor_id, actor_id=actor_id,
                                      num_actors=acting.num_actors)
+        # A resumed run (or a rebuilt actor): a behaviour policy with a schedule (epsilon)
+        # goes on from this actor's share of the steps taken so far, not from its start.
+        start_at = getattr(policy, "start_at", None)
+        if start_at is not None and counter is not None:
+            before = int(counter.get_counts().get("actor_steps", 0))
+            if before:
+                start_at(before // acting.num_actors)
         # With alternating groups each group has its own actor (adders, recurrent
         # states) over the same networks and policy; the first one's variable
         # client updates the networks for all.

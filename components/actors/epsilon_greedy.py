@@ -57,6 +57,11 @@ class EpsilonGreedyPolicy(tf.Module):
         # A fixed signature: traced once, never retraced as the batch size varies.
         self._policy = CompiledFunction(self._select, input_signature=[signature])
 
+    def start_at(self, steps: int) -> None:
+        """Goes on with the schedule from `steps` observations (a resumed or rebuilt actor),
+        not from epsilon_init."""
+        self._steps.assign(int(steps))
+
     def epsilon(self) -> float:
         return float(self._epsilon(self._steps))
 

@@ -29,3 +29,34 @@ def test_a_seed_gives_the_same_initial_weights_and_another_seed_other_ones():
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a, b)
     assert any(not np.allclose(a, b) for a, b in zip(first, other))  # Not only biases.
+
+
+def _actor_epsilon(prior_actor_steps: int) -> float:
+    from agentkit.counting import Counter
+    from launch_programs.nodes import ActingConfig, ActorNode
+
+    spec = make_environment_spec(fakes.discrete_environment(2, (4,)))
+    builder = DQNBuilder(DQNConfig(hidden_sizes=(8,), head_hidden_size=0, epsilon_init=1.0,
+                                   epsilon_final=0.1, epsilon_decay_steps=1000))
+    replay = make_replay(builder=builder, spec=spec)
+    counter = Counter()
+    if prior_actor_steps:  # The counts a resumed run's counter starts from.
+        counter.increment(actor_steps=prior_actor_steps)
+    try:
+        def make_env(seed=None, evaluation=False):
+            return fakes.discrete_environment(2, (4,))
+
+        node = ActorNode(builder=builder, environment_factory=make_env,
+                         spec=spec, actor_id=0, replay=replay, variable_source=None,
+                         counter=counter, run=RunContext(),
+                         acting=ActingConfig(num_actors=2, num_envs=2))
+        return node._actors[0]._policy.epsilon()
+    finally:
+        replay.stop()
+
+
+def test_a_resumed_actor_goes_on_with_its_epsilon_schedule():
+    assert _actor_epsilon(0) == 1.0
+    # 1,000 steps taken by 2 actors: this one's share is 500, half the decay.
+    np.testing.assert_allclose(_actor_epsilon(1000), 0.55, rtol=1e-6)
+    np.testing.assert_allclose(_actor_epsilon(10_000), 0.1, rtol=1e-6)
