@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from launch_programs import plot  # noqa: E402
+from launch_programs.summary import evaluation_stats  # noqa: E402
 
 # run -> (agent, environment, actor-step budget, target evaluation mean, extra flags).
 # Budgets in agent steps: MinAtar has no frame skip (1M frames = 1M steps), Atari repeats
@@ -75,8 +76,7 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
     rounds = [[int(s), round(float(w), 1), round(float(m), 3), round(float(d), 3)]
               for s, w, m, d in zip(curves.eval_steps, curves.eval_wall, curves.eval_mean,
                                     curves.eval_std)]
-    reached = next(({"actor_steps": r[0], "wall_time_s": r[1], "eval_return_mean": r[2]}
-                    for r in rounds if r[2] >= target), None)
+    reached = evaluation_stats(logdir, target).get("first_reached")  # As summary.json's.
     summary_path = os.path.join(logdir, "summary.json")
     summary = json.load(open(summary_path)) if os.path.exists(summary_path) else {}
     result = {
@@ -97,7 +97,8 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
     last = rounds[-1] if rounds else None
     print(f"[pixels] {name}: {len(rounds)} evaluation rounds"
           + (f", last {last[2]:.2f} at {last[0]} steps" if last else "")
-          + (f"; {target} first at {reached['actor_steps']} steps, {reached['wall_time_s']} s"
+          + (f"; {target} first at {reached['actor_steps']} steps, "
+             f"{reached['wall_time_s']:.1f} s"
              if reached else f"; {target} not reached"), flush=True)
     return result
 
