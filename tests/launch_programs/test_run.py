@@ -147,16 +147,19 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
     assert (logdir / "checkpoints" / "learner.npz").exists()
 
     # The same command again resumes: the counts go on from the checkpoint
-    # and the step budget covers the whole run.
+    # and the step budget covers the whole run. 600 more steps end at least
+    # one episode (CartPole truncates at 500), so the actor writes a row in
+    # this life even when the resumed policy balances the pole.
     before = summary
-    budget = before["actor_steps"] + 400
+    extra = 600
+    budget = before["actor_steps"] + extra
     resumed = subprocess.run(cmd[:3] + [f"--max_actor_steps={budget}"] + cmd[4:], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert f"resuming from {logdir}: actor_steps={before['actor_steps']}" in resumed.stdout
     summary = json.loads((logdir / "summary.json").read_text())
     assert summary["status"] == "completed"
-    assert budget <= summary["actor_steps"] < budget + 2 * 400
+    assert budget <= summary["actor_steps"] < budget + 2 * extra
     assert summary["learner_steps"] >= before["learner_steps"]
     # Wall time and rates go on across lives; each life is recorded.
     assert summary["wall_time_s"] > before["wall_time_s"]
