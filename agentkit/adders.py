@@ -7,6 +7,13 @@ from typing import Any
 
 import dm_env
 
+# Reverb's trajectory writer logs "The number of pending items is alarmingly high, did you
+# forget to call Flush?" once 50 items wait unconfirmed (dm-reverb 0.14.0). An adder that
+# creates many items at once flushes before it holds more than this; an agent's
+# `max_in_flight_items` stays below it with room for an episode's last n-step items.
+PENDING_ITEMS_LIMIT = 49
+MAX_IN_FLIGHT_ITEMS = 40
+
 
 class Adder(abc.ABC):
     """Receives an actor's experience and writes replay items.

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from agentkit.adders import MAX_IN_FLIGHT_ITEMS
+
 
 class ConfigError(ValueError):
     """A config field holds a value outside what it allows."""
@@ -38,6 +40,10 @@ def require_common_fields(config: Any) -> None:
             if hasattr(config, name):
                 value = getattr(config, name)
                 require(condition(value), name, allowed, value)
+    if hasattr(config, "max_in_flight_items"):
+        require(config.max_in_flight_items <= MAX_IN_FLIGHT_ITEMS, "max_in_flight_items",
+                f"<= {MAX_IN_FLIGHT_ITEMS} (Reverb warns from 50 unconfirmed items)",
+                config.max_in_flight_items)
 
 
 def require_replay_fields(config: Any) -> None:

@@ -39,6 +39,8 @@ RUNS = {
     "dqn-minatar-space_invaders": ("dqn", "minatar:space_invaders", 1_000_000, 30.0, []),
     "impala-minatar-breakout": ("impala", "minatar:breakout", 1_000_000, 8.0, []),
     "impala-minatar-space_invaders": ("impala", "minatar:space_invaders", 1_000_000, 30.0, []),
+    "rainbow-minatar-breakout": ("rainbow", "minatar:breakout", 1_000_000, 8.0, []),
+    "ppo-minatar-breakout": ("ppo", "minatar:breakout", 1_000_000, 8.0, []),
     "impala-atari-pong": ("impala", "atari:Pong", 3_000_000, 18.0, []),
 }
 

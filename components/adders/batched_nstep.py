@@ -42,7 +42,7 @@ import reverb
 import tree
 
 from agentkit.types import Transition
-from components.adders.base import BatchedAdder
+from components.adders.base import PENDING_ITEMS_LIMIT, BatchedAdder
 from components.adders.nests import Field, RewardLayout, check_no_extras, extras_field
 from components.adders.nstep import PriorityFn, check_nstep_arguments, nstep_return
 
@@ -107,6 +107,7 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self._discounts: list[np.ndarray] = []
         self._pending_columns: list[list] = []  # Per pending item: its flat columns of refs.
         self._pending_values: list[tuple] = []  # Per pending item: Transition fields, as leaves.
+        self._unconfirmed = 0  # At least the items created and not yet confirmed by the server.
         self.items_written = 0
 
     # -- episodes ---------------------------------------------------------
@@ -263,11 +264,19 @@ class BatchedNStepTransitionAdder(BatchedAdder):
                 raise ValueError(f"{count} items pending, got {len(priorities)} priorities")
             squeeze = [True] * len(self._pending_columns[0])
             for columns, priority in zip(self._pending_columns, priorities.tolist()):
+                if self._unconfirmed >= PENDING_ITEMS_LIMIT:  # Reverb would warn at the next.
+                    self._flush(min(self._max_in_flight, PENDING_ITEMS_LIMIT // 2))
                 self._cpp.CreateItem(self._table, priority, columns, squeeze)
+                self._unconfirmed += 1
             self.items_written += count
             self._pending_columns.clear()
             self._pending_values.clear()
-        self._cpp.Flush(self._max_in_flight, -1)
+        self._flush(self._max_in_flight)
+
+    def _flush(self, max_unconfirmed: int) -> None:
+        """Waits until at most `max_unconfirmed` items are unconfirmed by the server."""
+        self._cpp.Flush(max_unconfirmed, -1)
+        self._unconfirmed = min(self._unconfirmed, max_unconfirmed)
 
     def _write_if_not_deferred(self) -> None:
         if not self._defer:
@@ -284,5 +293,5 @@ class BatchedNStepTransitionAdder(BatchedAdder):
     def close(self) -> None:
         """Writes what unfinished episodes hold, waits for the server, releases the writer."""
         self.reset()
-        self._cpp.Flush(0, -1)
+        self._flush(0)
         self._writer.close()
