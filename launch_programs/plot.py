@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentkit.loggers import read_csv
+from launch_programs.summary import evaluation_rounds, read_evaluation_rows
 
 X_AXES = {"actor_steps": "actor steps", "wall_time_s": "wall time (s)"}
 
@@ -60,22 +61,18 @@ def load_run(run_dir: str) -> Curves:
         raise RunDirError(f"{run_dir}: not a run directory (no run.json)")
     with open(info_path) as f:
         info = json.load(f)
-    evaluation = _rows(os.path.join(run_dir, "evaluator.csv"))
+    rounds = evaluation_rounds(read_evaluation_rows(run_dir))
     training = _rows(os.path.join(run_dir, "actor.csv"))
-    if not evaluation and not training:
+    if not rounds and not training:
         raise RunDirError(f"{run_dir}: no evaluation or training episodes yet")
-    rounds: dict[int, list[dict[str, str]]] = {}
-    for row in evaluation:  # A round's episodes share its actor_steps.
-        rounds.setdefault(int(float(row["actor_steps"])), []).append(row)
-    steps = sorted(rounds)
-    returns = [np.array([float(r["episode_return"]) for r in rounds[s]]) for s in steps]
+    returns = [np.array(r.returns) for r in rounds]
     training.sort(key=lambda r: float(r["actor_steps"]))
     return Curves(
         label=f"{info.get('agent', '?')} on {info.get('env', '?')}",
-        eval_steps=np.array(steps, np.float64),
-        eval_wall=np.array([min(float(r["wall_time_s"]) for r in rounds[s]) for s in steps]),
-        eval_mean=np.array([r.mean() for r in returns]),
-        eval_std=np.array([r.std() for r in returns]),
+        eval_steps=np.array([r.actor_steps for r in rounds], np.float64),
+        eval_wall=np.array([r.wall_time_s for r in rounds], np.float64),
+        eval_mean=np.array([r.mean() for r in returns], np.float64),
+        eval_std=np.array([r.std() for r in returns], np.float64),
         train_steps=np.array([float(r["actor_steps"]) for r in training]),
         train_wall=np.array([float(r["wall_time_s"]) for r in training]),
         train_return=np.array([float(r["episode_return"]) for r in training]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -11,16 +12,47 @@ from typing import Any
 from agentkit.loggers import read_csv
 
 
+@dataclasses.dataclass(frozen=True)
+class EvaluationRound:
+    """One evaluation round: the evaluator's episodes that share `actor_steps`."""
+
+    actor_steps: int
+    wall_time_s: float  # When its first episode ended.
+    returns: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.returns) / len(self.returns)
+
+
+def evaluation_rounds(rows: list[dict[str, str]]) -> list[EvaluationRound]:
+    """Evaluator rows (with numeric episode_return, actor_steps and wall_time_s) grouped into
+    rounds, in order of actor steps."""
+    groups: dict[int, list[dict[str, str]]] = {}
+    for row in rows:
+        groups.setdefault(int(float(row["actor_steps"])), []).append(row)
+    return [EvaluationRound(steps, min(float(r["wall_time_s"]) for r in group),
+                            tuple(float(r["episode_return"]) for r in group))
+            for steps, group in sorted(groups.items())]
+
+
+def read_evaluation_rows(logdir: str, damaged: list[int] | None = None) -> list[dict[str, str]]:
+    """The rows of `logdir`'s evaluator.csv whose return, steps and time read as numbers;
+    each other row counts in `damaged`."""
+    damaged = [] if damaged is None else damaged
+    path = os.path.join(logdir, "evaluator.csv")
+    rows = read_csv(path, damaged) if os.path.exists(path) else []
+    return [r for r in rows if _numbers(r, damaged)]
+
+
 def evaluation_stats(logdir: str, threshold: float | None = None) -> dict[str, Any]:
     """Mean of the last 10 evaluation episodes, their count, and when a threshold was first met.
 
     The threshold counts as met at the first evaluation round (rows sharing
     `actor_steps`) whose mean return reaches it.
     """
-    path = os.path.join(logdir, "evaluator.csv")
     damaged: list[int] = []
-    rows = read_csv(path, damaged) if os.path.exists(path) else []
-    rows = [r for r in rows if _numbers(r, damaged)]
+    rows = read_evaluation_rows(logdir, damaged)
     returns = [float(r["episode_return"]) for r in rows]
     stats: dict[str, Any] = {
         "eval_return_mean_last10": (sum(returns[-10:]) / len(returns[-10:])) if returns else None,
@@ -29,17 +61,13 @@ def evaluation_stats(logdir: str, threshold: float | None = None) -> dict[str, A
     if damaged:  # Skipped, not fatal: the rest of the run's curve still counts.
         stats["damaged_csv_rows"] = {"evaluator.csv": len(damaged)}
     if threshold is not None:
-        rounds: dict[float, list[dict]] = {}
-        for row in rows:
-            rounds.setdefault(float(row["actor_steps"]), []).append(row)
-        for steps, group in sorted(rounds.items()):
-            mean = sum(float(r["episode_return"]) for r in group) / len(group)
-            if mean >= threshold:
+        for round_ in evaluation_rounds(rows):
+            if round_.mean >= threshold:
                 stats["first_reached"] = {
                     "threshold": threshold,
-                    "wall_time_s": min(float(r["wall_time_s"]) for r in group),
-                    "actor_steps": int(steps),
-                    "eval_return_mean": mean,
+                    "wall_time_s": round_.wall_time_s,
+                    "actor_steps": round_.actor_steps,
+                    "eval_return_mean": round_.mean,
                 }
                 break
     return stats

@@ -8,7 +8,7 @@ builder adds DQN's networks, policies, actors and learner.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import reverb
 
@@ -22,7 +22,7 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
-from components.environments import environment_family, family_preset
+from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
@@ -37,17 +37,16 @@ class DQNBuilder(NStepTransitionReplay):
     def preset(cls, env: str) -> dict[str, Any]:
         return family_preset(cls.config_class, env)
 
+    # One actor stepping 16 environments (one policy call per 16 steps); classic control's
+    # first evaluation at 5,000 steps as stable-baselines3's, MinAtar's every 25,000 frames.
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "classic_control": {"num_actors": 1, "num_envs_per_actor": 16, "eval_at_start": False},
+        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
+    }
+
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
-        """Classic control: one actor stepping 16 environments (one policy call per 16 steps),
-        first evaluation at 5,000 steps as stable-baselines3's. MinAtar: 16 environments too,
-        evaluated every 25,000 frames."""
-        family = environment_family(env)
-        if family == "classic_control":
-            return {"num_actors": 1, "num_envs_per_actor": 16, "eval_at_start": False}
-        if family == "minatar":  # One actor of 16 games; evaluations every 25k frames.
-            return {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000}
-        return {}
+        return family_program_preset(cls.program_presets, env)
 
     @property
     def _defer_items(self) -> bool:

@@ -13,7 +13,7 @@ launch_programs calls these methods inside whichever node needs each part.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import reverb
 import tensorflow as tf
@@ -40,7 +40,7 @@ from components.adders import (
     unroll_signature,
 )
 from components.datasets import BatchingIterator, make_single_sample_iterator
-from components.environments import environment_family, family_preset
+from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io
 from components.replay import make_queue_table
 from components.variable_client import make_variable_client
@@ -63,18 +63,18 @@ class IMPALABuilder(ActorLearnerBuilder):
     def preset(cls, env: str) -> dict[str, Any]:
         return family_preset(cls.config_class, env)
 
+    # Classic control: one actor stepping 8 environments, the first evaluation at 5,000 steps
+    # (CartPole to 475, seed 0: 15.5 s at 1,840 steps/s, against 41.3 s with 2 x 4); APPO's
+    # too: a batch of its preset is one unroll of each environment. MinAtar: one actor of 16
+    # games (a batch: one round), evaluated every 25,000 frames.
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
+        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
+    }
+
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
-        """Classic control: one actor stepping 8 environments, the first evaluation at 5,000
-        steps (CartPole to 475, seed 0: 15.5 s at 1,840 steps/s, against 41.3 s with 2 x 4).
-        APPO's too: a batch of its preset is one unroll of each environment. MinAtar: one
-        actor of 16 games (a batch: one round), evaluated every 25,000 frames."""
-        family = environment_family(env)
-        if family == "classic_control":
-            return {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False}
-        if family == "minatar":
-            return {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000}
-        return {}
+        return family_program_preset(cls.program_presets, env)
 
     def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
                          env_groups: int) -> None:

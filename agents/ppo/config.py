@@ -67,6 +67,19 @@ class PPOConfig:
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
 
     @classmethod
+    def minatar(cls, **overrides) -> PPOConfig:
+        """MinAtar: the paper's network (one 16-filter 3x3 convolution, 128 hidden units) as a
+        shared torso under the policy-value head; rounds of 16 games x 128 steps in 4
+        minibatches of 512, 4 epochs, Adam at 5e-4, clip 0.2, entropy 0.01, lambda 0.95."""
+        values = dict(
+            discount=0.99, gae_lambda=0.95, rollout_length=128, clip_epsilon=0.2,
+            entropy_cost=0.01, num_epochs=4, num_minibatches=4, learning_rate=5e-4,
+            torso="minatar", head_hidden_size=128, shared_torso=True,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
     def atari(cls, **overrides) -> PPOConfig:
         """The PPO paper's Atari settings (its Table 5, with baselines' 4 epochs): T = 128,
         4 minibatches, lr 2.5e-4, clip 0.1, entropy 0.01, lambda 0.95, a shared Nature CNN."""
@@ -95,6 +108,15 @@ class A2CConfig(PPOConfig):
     optimizer: str = "rmsprop"
     learning_rate: float = 7e-4  # RMSProp's step size (decay 0.99).
     # The rest as PPO's (baseline_cost 0.5, max_gradient_norm 0.5, adam_epsilon 1e-5).
+
+    @classmethod
+    def minatar(cls, **overrides) -> A2CConfig:
+        """MinAtar: A2C's T = 5 rounds with entropy 0.01 on the MinAtar paper's network (one
+        16-filter 3x3 convolution, 128 hidden units) as a shared torso."""
+        values = dict(entropy_cost=0.01, torso="minatar", head_hidden_size=128,
+                      shared_torso=True)
+        values.update(overrides)
+        return cls(**values)
 
     @classmethod
     def atari(cls, **overrides) -> A2CConfig:

@@ -1,7 +1,12 @@
 """Environments: adapters to dm_env, wrappers, and the `--env` name registry."""
 
 from components.environments.batched import BatchedEnvironment, EnvironmentFailure
-from components.environments.families import FAMILIES, environment_family, family_preset
+from components.environments.families import (
+    FAMILIES,
+    environment_family,
+    family_preset,
+    family_program_preset,
+)
 from components.environments.gym_adapter import GymnasiumToDmEnv
 from components.environments.registry import (
     ENVIRONMENT_KINDS,
@@ -21,6 +26,7 @@ __all__ = [
     "UnknownEnvironmentError",
     "environment_family",
     "family_preset",
+    "family_program_preset",
     "make_environment",
     "make_vector_environment",
 ]

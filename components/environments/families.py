@@ -33,3 +33,12 @@ def family_preset(config_class: type, env: str) -> dict[str, Any]:
     `classic_control()`), or {} when it has none: a builder's usual `preset`."""
     factory = getattr(config_class, environment_family(env), None)
     return field_values(factory()) if callable(factory) else {}
+
+
+def family_program_preset(presets: dict[str, dict[str, Any]], env: str) -> dict[str, Any]:
+    """A copy of `presets[family of env]` (program flags by family), or {}: a builder's usual
+    `program_preset`."""
+    unknown = sorted(set(presets) - set(FAMILIES))
+    if unknown:  # A misspelt family would never be picked.
+        raise ValueError(f"program presets for unknown families {unknown}; known: {FAMILIES}")
+    return dict(presets.get(environment_family(env), {}))

@@ -48,6 +48,27 @@ def test_the_minatar_preset_is_the_papers_network_and_replay():
         assert (config.torso, config.head_hidden_size, config.shared_torso) == (
             "minatar", 128, True)
         assert config.batch_size == spec.program_config.num_envs_per_actor == 16
+    spec = run.parse(["--agent=ppo", "--env=minatar:breakout", "--logdir=/tmp/unused"])
+    config = spec.agent_config
+    assert (config.torso, config.head_hidden_size, config.shared_torso) == ("minatar", 128, True)
+    assert (config.rollout_length, config.num_epochs, config.num_minibatches) == (128, 4, 4)
+    assert spec.program_config.num_envs_per_actor == 16
+    spec = run.parse(["--agent=a2c", "--env=minatar:breakout", "--logdir=/tmp/unused"])
+    config = spec.agent_config  # A2C's own preset, not PPO's epochs inherited.
+    assert (config.torso, config.rollout_length, config.num_epochs) == ("minatar", 5, 1)
+    assert config.clip_epsilon == 0.0 and config.entropy_cost == 0.01
+
+
+def test_program_presets_name_only_known_families():
+    from components.environments import family_program_preset
+
+    presets = {"classic_control": {"num_actors": 1}}
+    assert family_program_preset(presets, "gym:CartPole-v1") == {"num_actors": 1}
+    assert family_program_preset(presets, "minatar:breakout") == {}
+    family_program_preset(presets, "gym:CartPole-v1")["num_actors"] = 9  # A copy.
+    assert presets["classic_control"] == {"num_actors": 1}
+    with pytest.raises(ValueError, match="unknown families \\['minatr'\\]"):
+        family_program_preset({"minatr": {}}, "minatar:breakout")
 
 
 def test_a_flag_given_wins_over_the_preset_and_leaves_the_list():
