@@ -7,7 +7,11 @@ samples from a local server through the project's dataset
 (`make_batch_iterator`, prefetched) and writes priorities back. The table is
 filled first with random frames through the project's n-step adder, and no
 rate limiter holds the learner, so the ratio is the cost of the data path.
-For each batch size, prints one line and writes bench/results/learner.json.
+For each batch size, prints one line and writes bench/results/learner.json,
+with the FLOPs of one step (convolutions and products of the trained forward,
+its gradients, and the two forward passes of o_t) as a fraction of
+TensorFlow's float32 matmul rate measured in the same run: how much of the
+machine the learner uses.
 
     python bench/learner.py --batch_sizes=32,256 --window_s=20
     python bench/learner.py --network=mlp --batch_sizes=64 --window_s=10   # CartPole's MLP
@@ -33,6 +37,7 @@ import tensorflow as tf  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from agents.rainbow import RainbowBuilder, RainbowConfig  # noqa: E402
+from components.networks.flops import forward_flops, matmul_rate  # noqa: E402
 from components.replay import ReplayServer  # noqa: E402
 from launch_programs.devices import configure_tensorflow  # noqa: E402
 from tests import fakes  # noqa: E402
@@ -120,6 +125,12 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         memory_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
                                               iterator=constant, replay_address=None)
         memory_rate, memory_steps = steps_per_s(memory_learner, warmup_steps, window_s)
+        # The online network's forward on a batch, trained; plus the online (double Q) and
+        # target values of o_t without gradients.
+        observation = spec.observations
+        forward = forward_flops(builder.make_networks(spec=spec)["q"], tf.TensorSpec(
+            (batch_size, *observation.shape), observation.dtype))
+        step_flops = forward.sgd_step(extra_forwards=2 if config.double_q else 1)
     finally:
         server.stop()
     return {
@@ -131,6 +142,9 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
         "ratio_reverb_to_memory": round(reverb_rate / memory_rate, 3),
         "transitions_in_table": num_transitions,
+        "step_gflop": round(step_flops / 1e9, 4),
+        "reverb_gflop_per_s": round(step_flops * reverb_rate / 1e9, 2),
+        "memory_gflop_per_s": round(step_flops * memory_rate / 1e9, 2),
     }
 
 
@@ -156,17 +170,24 @@ def main(argv=None) -> int:
         name += f"_bpc{args.batches_per_call}.json" if args.batches_per_call > 1 else ".json"
         args.out = os.path.join(os.path.dirname(__file__), "results", name)
     configure_tensorflow()  # GPU memory growth where there is a GPU.
+    rate = matmul_rate()  # The machine's dense rate, in this run: what a step could reach.
+    print(f"[learner] TensorFlow's 2048x2048 float32 matmul: {rate / 1e9:.1f} GFLOP/s", flush=True)
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
                       args.network, args.batches_per_call, args.agent)
+        run["reverb_flop_fraction"] = round(run["reverb_gflop_per_s"] * 1e9 / rate, 3)
+        run["memory_flop_fraction"] = round(run["memory_gflop_per_s"] * 1e9 / rate, 3)
         runs.append(run)
         print(f"[learner] {args.agent} {args.network} batch={batch_size} "
               f"batches_per_call={args.batches_per_call} from Reverb "
               f"{run['reverb_steps_per_s']} steps/s, "
               f"from memory {run['memory_steps_per_s']} steps/s, ratio "
-              f"{run['ratio_reverb_to_memory']}", flush=True)
-    report = {"runs": runs, "machine": f"{platform.node()}, {os.cpu_count()} cpus",
+              f"{run['ratio_reverb_to_memory']}; {run['step_gflop']} GFLOP a step: "
+              f"{run['reverb_flop_fraction']} of the matmul rate from Reverb, "
+              f"{run['memory_flop_fraction']} from memory", flush=True)
+    report = {"runs": runs, "matmul_gflop_per_s": round(rate / 1e9, 1),
+              "machine": f"{platform.node()}, {os.cpu_count()} cpus",
               "tensorflow": tf.__version__, "gpu": bool(tf.config.list_physical_devices("GPU"))}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
