@@ -4,13 +4,16 @@ Every node writes its rows to `<logdir>/<kind>.csv` whatever the launcher (in
 this process or in Ray worker processes), so the driver reads the new rows
 of actor.csv, learner.csv and evaluator.csv and prints where the run stands:
 
-    [progress] 150,031/1,000,000 steps (15.0%) | actors 705/s | learner 180/s,
-    waits for data 6% | eval 8.00 (10 ep) at 150,031 | 20 min left
+    [progress] 150,031/1,000,000 steps (15.0%) | actors 705/s, held by replay 62% |
+    learner 180/s, waits for data 6% | eval 8.00 (10 ep) at 150,031 | RSS 2.1 GB |
+    20 min left
 
 (one line). On a terminal the line is rewritten in place; into a file each
-report is a line of its own. The learner's wait for data near 100% says
-acting is the bottleneck, near 0% learning is. The per-node rows stay in
-the CSVs.
+report is a line of its own. The two waits say which side is the
+bottleneck: the learner waiting for data near 100%, acting; the actors held
+by the replay's rate limiter, learning. The replay's figures and the memory
+come from the driver's monitor (launch_programs.monitor, monitor.csv). The
+per-node rows stay in the CSVs.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import io
 import os
 import sys
 import threading
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from launch_programs.monitor import MonitorRow, RunMonitor
 
 RATE_S = 30.0  # The actors' steps/s is measured over about this many seconds.
 
@@ -78,6 +84,7 @@ class Progress:
 
     wall_time_s: float = 0.0
     actor_steps: float = 0.0
+    learner_steps: float = 0.0
     actor_steps_per_s: float | None = None
     learner_steps_per_s: float | None = None
     data_wait_fraction: float | None = None
@@ -102,6 +109,9 @@ class ProgressReader:
                 wall, steps = _number(row, "wall_time_s"), _number(row, "actor_steps")
                 if wall is not None and steps is not None and steps >= p.actor_steps:
                     p.wall_time_s, p.actor_steps = max(p.wall_time_s, wall), steps
+                learned = _number(row, "learner_steps")
+                if learned is not None:
+                    p.learner_steps = max(p.learner_steps, learned)
                 if kind == "learner":
                     for key in ("learner_steps_per_s", "data_wait_fraction"):
                         value = _number(row, key)
@@ -132,13 +142,17 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def format_progress(p: Progress, budget: int | None) -> str:
-    """The one line: steps of the budget, rates, the learner's wait, the last evaluation,
-    the time left at the current rate."""
+def format_progress(p: Progress, budget: int | None, monitor: MonitorRow | None = None) -> str:
+    """The one line: steps of the budget, rates, the learner's wait for data and the actors'
+    wait on the replay's rate limiter, the last evaluation, memory, the time left at the
+    current rate."""
     parts = [f"{int(p.actor_steps):,}/{budget:,} steps ({100 * p.actor_steps / budget:.1f}%)"
              if budget else f"{int(p.actor_steps):,} steps"]
     if p.actor_steps_per_s is not None:
-        parts.append(f"actors {p.actor_steps_per_s:,.0f}/s")
+        actors = f"actors {p.actor_steps_per_s:,.0f}/s"
+        if monitor is not None and monitor.insert_wait_fraction is not None:
+            actors += f", held by replay {100 * monitor.insert_wait_fraction:.0f}%"
+        parts.append(actors)
     if p.learner_steps_per_s is not None:
         learner = f"learner {p.learner_steps_per_s:,.0f}/s"
         if p.data_wait_fraction is not None:
@@ -148,6 +162,8 @@ def format_progress(p: Progress, budget: int | None) -> str:
         mean = sum(p.eval_returns) / len(p.eval_returns)
         parts.append(f"eval {mean:.2f} ({len(p.eval_returns)} ep) at "
                      f"{int(p.eval_actor_steps):,}")
+    if monitor is not None and monitor.rss_mb is not None:
+        parts.append(f"RSS {monitor.rss_mb / 1024:.1f} GB")
     if budget and p.actor_steps_per_s and p.actor_steps < budget:
         parts.append(f"{_duration((budget - p.actor_steps) / p.actor_steps_per_s)} left")
     return "[progress] " + " | ".join(parts)
@@ -157,8 +173,9 @@ class ProgressReporter:
     """Prints the progress line every `every_s` seconds in a thread, until `stop()`."""
 
     def __init__(self, logdir: str, budget: int | None, every_s: float,
-                 stream: TextIO | None = None):
+                 stream: TextIO | None = None, monitor: RunMonitor | None = None):
         self._reader = ProgressReader(logdir)
+        self.monitor = monitor  # Set before start(): its last sample joins the line.
         self._budget = budget
         self._every_s = every_s
         self._stream = stream or sys.stdout
@@ -173,7 +190,8 @@ class ProgressReporter:
         return self
 
     def report(self) -> None:
-        line = format_progress(self._reader.read(), self._budget)
+        line = format_progress(self._reader.read(), self._budget,
+                               self.monitor.last() if self.monitor is not None else None)
         if self._in_place:  # Rewrites the line: pads over a longer one before it.
             self._stream.write("\r" + line.ljust(self._width))
             self._width = max(self._width, len(line))

@@ -468,6 +468,9 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     program = make_agent_program(builder, factory, spec, node_config, run.logdir, start,
                                  name=run.agent, initial_counts=initial_counts,
                                  batched_environment_factory=batched_factory)
+    monitor = _make_monitor(run.logdir, start, program, run.program_config)
+    if reporter is not None:
+        reporter.monitor = monitor
     if run.launch == "ray":
         launcher = RayLauncher(program, run.ray_config)
     else:
@@ -484,6 +487,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     try:
         try:
             signals.arm()
+            monitor.start()
             if reporter is not None:
                 reporter.start()
             result = launcher.launch()
@@ -494,6 +498,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             return 2
         finally:
             signals.disarm()
+            monitor.stop()  # Its last sample: the end of the run.
             if reporter is not None:
                 reporter.report()  # Where the run ended.
                 reporter.stop()
@@ -509,7 +514,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
-    extra = {"network": _network_status(run), "preset": run.preset}
+    extra = {"network": _network_status(run), "preset": run.preset, **monitor.summary()}
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -547,6 +552,25 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         print(f"error: {_one_line(result.error)}", file=sys.stderr)
         return 1
     return signals.exit_code if result.status == "interrupted" else 0
+
+
+def _make_monitor(logdir: str, start: float, program, program_config):
+    """The driver's monitor of memory and replay; its counts come from the nodes' CSVs. It
+    reads the replay on this host (where both launchers start it)."""
+    from launch_programs.monitor import RunMonitor
+    from launch_programs.progress import ProgressReader
+
+    reader = ProgressReader(logdir)
+
+    def counts() -> tuple[float, float]:
+        progress = reader.read()
+        return progress.actor_steps, progress.learner_steps
+
+    replay = program.nodes.get("replay")
+    port = replay.kwargs.get("port") if replay is not None else None
+    every_s = program_config.print_every_s or 10.0  # With the progress line, or every 10 s.
+    return RunMonitor(logdir, start, f"localhost:{port}" if port else None, counts=counts,
+                      every_s=min(every_s, 10.0))
 
 
 def describe_preset(agent: str, preset: dict) -> str | None:

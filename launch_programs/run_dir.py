@@ -31,7 +31,7 @@ MARKER = ".agentkit-run"
 RECORD = "run.json"
 # The files and folders a run writes at the top of its logdir (loggers write `<node kind>.csv`).
 RUN_FILES = ("checkpoints", "tb", "summary.json", RECORD, MARKER)
-NODE_LOGS = ("actor", "learner", "evaluator")
+NODE_LOGS = ("actor", "learner", "evaluator", "monitor")  # monitor.csv: the driver's.
 # Settings that may differ between lives of one run: the step budget, logging and checkpoint
 # periods, and where the nodes run. Every other setting is part of what the run is.
 RESUMABLE = frozenset({"max_actor_steps", "print_every_s", "checkpoint_every_s", "replay_port",

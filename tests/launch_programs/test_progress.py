@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from launch_programs.monitor import MonitorRow
 from launch_programs.progress import CsvTail, ProgressReader, ProgressReporter, format_progress
 
 
@@ -38,12 +39,13 @@ def test_a_csv_rewritten_with_a_wider_header_is_read_again(tmp_path):
 def test_the_line_says_steps_rates_wait_evaluation_and_time_left(tmp_path):
     reader = ProgressReader(str(tmp_path))
     _write(tmp_path / "actor.csv", "wall_time_s,actor_steps,episode_return\n10.0,50000,1\n")
-    _write(tmp_path / "learner.csv", "wall_time_s,actor_steps,learner_steps_per_s,"
-           "data_wait_fraction\n11.0,52000,180.4,0.062\n")
+    _write(tmp_path / "learner.csv", "wall_time_s,actor_steps,learner_steps,learner_steps_per_s,"
+           "data_wait_fraction\n11.0,52000,3100,180.4,0.062\n")
     _write(tmp_path / "evaluator.csv", "wall_time_s,actor_steps,episode_return\n"
            "5.0,25000,3\n" + "".join(f"12.0,50031,{r}\n" for r in (7, 9)))
     first = reader.read()
     assert first.actor_steps == 52000 and first.eval_returns == [7.0, 9.0]
+    assert first.learner_steps == 3100
     assert first.actor_steps_per_s is None  # One point: no rate yet.
     _write(tmp_path / "actor.csv", "111.0,152000,2\n")
     line = format_progress(reader.read(), 1_000_000)
@@ -52,6 +54,12 @@ def test_the_line_says_steps_rates_wait_evaluation_and_time_left(tmp_path):
     _write(tmp_path / "evaluator.csv", "113.0,150031,10\n")  # A new round starts.
     assert "eval 10.00 (1 ep) at 150,031" in format_progress(reader.read(), 1_000_000)
     assert format_progress(reader.read(), None).startswith("[progress] 152,000 steps | ")
+    # The monitor's last sample adds the actors' wait on the rate limiter and the memory.
+    sample = MonitorRow(wall_time_s=111.0, rss_mb=2150.4, insert_wait_fraction=0.615)
+    line = format_progress(reader.read(), 1_000_000, sample)
+    assert "| actors 1,000/s, held by replay 62% | learner 180/s" in line
+    assert line.endswith("| RSS 2.1 GB | 14 min left")
+    assert "held by" not in format_progress(reader.read(), 1_000_000, MonitorRow(1.0, 100.0))
 
 
 class _Terminal(io.StringIO):

@@ -145,6 +145,13 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
     assert summary["actor_steps"] > 200 and summary["learner_steps"] > 0
     assert summary["config"]["batch_size"] == 32
     assert (logdir / "checkpoints" / "learner.npz").exists()
+    # The driver's monitor: memory at the start, the end and its peak; the replay's size.
+    memory = summary["memory"]
+    assert 100 < memory["rss_mb_start"] <= memory["rss_mb_max"]
+    assert memory["rss_mb_end"] <= memory["rss_mb_max"]
+    monitored = read_csv(str(logdir / "monitor.csv"))
+    items = [int(r["replay_items"]) for r in monitored if r.get("replay_items")]
+    assert items and items == sorted(items) and items[-1] <= summary["actor_steps"]
 
     # The same command again resumes: the counts go on from the checkpoint
     # and the step budget covers the whole run. 600 more steps end at least
