@@ -496,6 +496,11 @@ def test_preset_tables_match_the_builders(path: str):
             written[name] = preset
         assert set(written) == set(changed), (
             f"{path}: the {env} preset also changes {sorted(set(changed) - set(written))}")
+    # Every family whose preset changes something has its table.
+    documented = {header[2].removesuffix(" preset") for header, _ in tables}
+    for family, env in PRESET_ENVS.items():
+        if entry.preset(env) or entry.program_preset(env):
+            assert family in documented, f"{path}: no table for its {family} preset"
 
 
 # -- the checker fails where it should ---------------------------------------------------------
