@@ -42,6 +42,7 @@ def test_the_minatar_preset_is_the_papers_network_and_replay():
     assert (config.epsilon_final, config.epsilon_decay_steps) == (0.1, 100_000)
     assert spec.program_config.num_envs_per_actor == 16
     assert spec.program_config.eval_every == 25_000
+    assert spec.program_config.checkpoint_replay  # A resumed run keeps its replay.
     for agent in ("impala", "appo"):  # APPO inherits IMPALA's.
         spec = run.parse([f"--agent={agent}", "--env=minatar:breakout", "--logdir=/tmp/unused"])
         config = spec.agent_config
