@@ -96,7 +96,8 @@ AGENTS = {"dqn": (DQNBuilder, DQNConfig), "rainbow": (RainbowBuilder, RainbowCon
 
 
 def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float,
-            network: str = "atari", batches_per_call: int = 1, agent: str = "dqn") -> dict:
+            network: str = "atari", batches_per_call: int = 1, agent: str = "dqn",
+            jit: bool = False) -> dict:
     # New items at priority 1: the actor-side priorities need an actor's network.
     common = dict(batch_size=batch_size, min_replay_size=batch_size, samples_per_insert=0.0,
                   actor_priorities=False, batches_per_call=batches_per_call)
@@ -124,6 +125,10 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
                     else iter(tf.data.Dataset.from_tensors(sample).repeat()))
         memory_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
                                               iterator=constant, replay_address=None)
+        if jit:  # A trial: XLA compiles the whole step (the in-memory learner writes no
+            # priorities, whose Reverb op XLA cannot compile).
+            memory_learner._step_fn = tf.function(  # noqa: SLF001
+                memory_learner._step, jit_compile=True, autograph=False)  # noqa: SLF001
         memory_rate, memory_steps = steps_per_s(memory_learner, warmup_steps, window_s)
         # The online network's forward on a batch, trained; plus the online (double Q) and
         # target values of o_t without gradients.
@@ -138,6 +143,7 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         "network": network,
         "batch_size": batch_size,
         "batches_per_call": batches_per_call,
+        "memory_jit_compile": jit,
         "reverb_steps_per_s": round(reverb_rate, 2), "reverb_steps": reverb_steps,
         "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
         "ratio_reverb_to_memory": round(reverb_rate / memory_rate, 3),
@@ -160,6 +166,10 @@ def main(argv=None) -> int:
                         help="whose learner (and Atari or classic-control preset)")
     parser.add_argument("--batches_per_call", type=int, default=1,
                         help="learner steps per compiled call (DQNConfig.batches_per_call)")
+    parser.add_argument("--jit", action="store_true",
+                        help="compile the in-memory learner's step with XLA (a trial)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="TensorFlow's intra- and inter-op threads (0: its default)")
     parser.add_argument("--out", default=None,
                         help="default: bench/results/learner.json (learner_mlp.json for mlp; "
                              "_bpc<N> added with --batches_per_call=N > 1)")
@@ -169,13 +179,13 @@ def main(argv=None) -> int:
         name += "_mlp" if args.network == "mlp" else ""
         name += f"_bpc{args.batches_per_call}.json" if args.batches_per_call > 1 else ".json"
         args.out = os.path.join(os.path.dirname(__file__), "results", name)
-    configure_tensorflow()  # GPU memory growth where there is a GPU.
+    configure_tensorflow(args.threads)  # And GPU memory growth where there is a GPU.
     rate = matmul_rate()  # The machine's dense rate, in this run: what a step could reach.
     print(f"[learner] TensorFlow's 2048x2048 float32 matmul: {rate / 1e9:.1f} GFLOP/s", flush=True)
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
-                      args.network, args.batches_per_call, args.agent)
+                      args.network, args.batches_per_call, args.agent, args.jit)
         run["reverb_flop_fraction"] = round(run["reverb_gflop_per_s"] * 1e9 / rate, 3)
         run["memory_flop_fraction"] = round(run["memory_gflop_per_s"] * 1e9 / rate, 3)
         runs.append(run)
@@ -186,7 +196,7 @@ def main(argv=None) -> int:
               f"{run['ratio_reverb_to_memory']}; {run['step_gflop']} GFLOP a step: "
               f"{run['reverb_flop_fraction']} of the matmul rate from Reverb, "
               f"{run['memory_flop_fraction']} from memory", flush=True)
-    report = {"runs": runs, "matmul_gflop_per_s": round(rate / 1e9, 1),
+    report = {"runs": runs, "matmul_gflop_per_s": round(rate / 1e9, 1), "threads": args.threads,
               "machine": f"{platform.node()}, {os.cpu_count()} cpus",
               "tensorflow": tf.__version__, "gpu": bool(tf.config.list_physical_devices("GPU"))}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

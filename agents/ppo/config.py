@@ -69,11 +69,13 @@ class PPOConfig:
     @classmethod
     def minatar(cls, **overrides) -> PPOConfig:
         """MinAtar: the paper's network (one 16-filter 3x3 convolution, 128 hidden units) as a
-        shared torso under the policy-value head; rounds of 16 games x 128 steps in 4
-        minibatches of 512, 4 epochs, Adam at 5e-4, clip 0.2, entropy 0.01, lambda 0.95."""
+        shared torso under the policy-value head; rounds of 16 games x 32 steps in 4
+        minibatches of 128, 4 epochs, Adam at 1e-3, clip 0.2, entropy 0.01, lambda 0.95.
+        Breakout, seed 0, 1M frames, mean of the last 5 evaluation rounds: 15.7; with
+        T = 128 (Atari's) 5.5 at 5e-4 and 6.5 at 2e-3; T = 32 at 5e-4: 11.2; T = 16: 6.2."""
         values = dict(
-            discount=0.99, gae_lambda=0.95, rollout_length=128, clip_epsilon=0.2,
-            entropy_cost=0.01, num_epochs=4, num_minibatches=4, learning_rate=5e-4,
+            discount=0.99, gae_lambda=0.95, rollout_length=32, clip_epsilon=0.2,
+            entropy_cost=0.01, num_epochs=4, num_minibatches=4, learning_rate=1e-3,
             torso="minatar", head_hidden_size=128, shared_torso=True,
         )
         values.update(overrides)

@@ -52,7 +52,7 @@ def test_the_minatar_preset_is_the_papers_network_and_replay():
     spec = run.parse(["--agent=ppo", "--env=minatar:breakout", "--logdir=/tmp/unused"])
     config = spec.agent_config
     assert (config.torso, config.head_hidden_size, config.shared_torso) == ("minatar", 128, True)
-    assert (config.rollout_length, config.num_epochs, config.num_minibatches) == (128, 4, 4)
+    assert (config.rollout_length, config.num_epochs, config.num_minibatches) == (32, 4, 4)
     assert spec.program_config.num_envs_per_actor == 16
     spec = run.parse(["--agent=a2c", "--env=minatar:breakout", "--logdir=/tmp/unused"])
     config = spec.agent_config  # A2C's own preset, not PPO's epochs inherited.
