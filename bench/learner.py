@@ -97,10 +97,11 @@ AGENTS = {"dqn": (DQNBuilder, DQNConfig), "rainbow": (RainbowBuilder, RainbowCon
 
 def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float,
             network: str = "atari", batches_per_call: int = 1, agent: str = "dqn",
-            jit: bool = False) -> dict:
+            jit: bool = False, compute_dtype: str = "float32") -> dict:
     # New items at priority 1: the actor-side priorities need an actor's network.
     common = dict(batch_size=batch_size, min_replay_size=batch_size, samples_per_insert=0.0,
-                  actor_priorities=False, batches_per_call=batches_per_call)
+                  actor_priorities=False, batches_per_call=batches_per_call,
+                  compute_dtype=compute_dtype)
     builder_class, config_class = AGENTS[agent]
     if network == "atari":
         config = config_class.atari(**common)
@@ -144,6 +145,7 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         "batch_size": batch_size,
         "batches_per_call": batches_per_call,
         "memory_jit_compile": jit,
+        "compute_dtype": compute_dtype,
         "reverb_steps_per_s": round(reverb_rate, 2), "reverb_steps": reverb_steps,
         "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
         "ratio_reverb_to_memory": round(reverb_rate / memory_rate, 3),
@@ -168,6 +170,8 @@ def main(argv=None) -> int:
                         help="learner steps per compiled call (DQNConfig.batches_per_call)")
     parser.add_argument("--jit", action="store_true",
                         help="compile the in-memory learner's step with XLA (a trial)")
+    parser.add_argument("--compute_dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="the Nature CNN's convolutions (DQNConfig.compute_dtype)")
     parser.add_argument("--threads", type=int, default=0,
                         help="TensorFlow's intra- and inter-op threads (0: its default)")
     parser.add_argument("--out", default=None,
@@ -185,7 +189,8 @@ def main(argv=None) -> int:
     runs = []
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
-                      args.network, args.batches_per_call, args.agent, args.jit)
+                      args.network, args.batches_per_call, args.agent, args.jit,
+                      args.compute_dtype)
         run["reverb_flop_fraction"] = round(run["reverb_gflop_per_s"] * 1e9 / rate, 3)
         run["memory_flop_fraction"] = round(run["memory_gflop_per_s"] * 1e9 / rate, 3)
         runs.append(run)

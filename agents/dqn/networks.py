@@ -20,7 +20,8 @@ def make_q_network(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
         head = DuelingHead(num_actions, head_hidden)
     else:
         head = snt.nets.MLP(head_hidden + [num_actions])
-    network = snt.Sequential([make_torso(spec, config.torso, config.hidden_sizes), head])
+    torso = make_torso(spec, config.torso, config.hidden_sizes, config.compute_dtype)
+    network = snt.Sequential([torso, head])
     dummy = tree.map_structure(
         lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype), spec.observations
     )

@@ -28,7 +28,7 @@ class RainbowNetwork(snt.Module):
         hidden = [config.head_hidden_size] if config.head_hidden_size else []
         mlp = functools.partial(NoisyMLP, sigma0=config.sigma0) if config.noisy else snt.nets.MLP
         self.num_atoms = config.num_atoms
-        self._torso = make_torso(spec, config.torso, config.hidden_sizes)
+        self._torso = make_torso(spec, config.torso, config.hidden_sizes, config.compute_dtype)
         if config.num_atoms > 1:
             self._head = CategoricalQHead(num_actions, config.num_atoms, config.v_min,
                                           config.v_max, hidden, config.dueling, mlp=mlp)

@@ -16,9 +16,11 @@ from components.networks.mlp import MLPTorso
 TORSOS = ("auto", "mlp", "atari", "minatar")
 
 
-def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int]) -> snt.Module:
+def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
+               compute_dtype: str = "float32") -> snt.Module:
     """`kind` is "mlp", "atari", "minatar" or "auto": atari for [H, W, C] observations at
-    least MIN_SIDE a side, minatar for smaller grids, mlp for the rest."""
+    least MIN_SIDE a side, minatar for smaller grids, mlp for the rest. `compute_dtype`
+    ("float32" or "bfloat16") is the Nature CNN's (the other torsos compute in float32)."""
     shape = spec.observations.shape
     if kind not in TORSOS:
         raise ConfigError(f"--torso: must be one of {', '.join(TORSOS)}, got {kind!r}")
@@ -38,5 +40,5 @@ def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int]) ->
                 f"--torso: 'atari' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
                 f"got shape {tuple(shape)}"
             )
-        return AtariTorso()
+        return AtariTorso(compute_dtype)
     return MLPTorso(hidden_sizes)

@@ -1,0 +1,49 @@
+"""The Nature torso in float32 and in bfloat16 compute on float32 weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from agentkit.config import ConfigError
+from agents.dqn import DQNConfig
+from components.networks.atari import AtariTorso
+
+
+def _pair():
+    frames = tf.constant(np.random.default_rng(0).integers(0, 255, (4, 84, 84, 4), np.uint8))
+    full, half = AtariTorso(), AtariTorso("bfloat16")
+    full(frames), half(frames)
+    for a, b in zip(full.variables, half.variables):
+        b.assign(a)
+    return frames, full, half
+
+
+def test_bfloat16_features_match_float32_on_float32_weights():
+    frames, full, half = _pair()
+    assert [v.dtype for v in half.variables] == [tf.float32] * 6
+    a, b = full(frames).numpy(), half(frames).numpy()
+    assert b.dtype == np.float32 and b.shape == a.shape == (4, 3136)
+    assert np.abs(a - b).max() <= 0.02 * np.abs(a).max()  # bfloat16 keeps 8 bits of mantissa.
+    assert np.abs(a - b).max() > 0  # It did compute in bfloat16.
+
+
+def test_bfloat16_gradients_reach_the_float32_weights():
+    frames, full, half = _pair()
+    grads = []
+    for torso in (full, half):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(torso(frames) ** 2)
+        grads.append(tape.gradient(loss, torso.trainable_variables))
+    for a, b in zip(*grads):
+        assert b.dtype == tf.float32
+        cosine = tf.reduce_sum(a * b) / (tf.norm(a) * tf.norm(b))
+        assert float(cosine) > 0.99
+
+
+def test_a_bad_compute_dtype_fails():
+    with pytest.raises(ValueError, match="compute_dtype must be one of"):
+        AtariTorso("float16")
+    with pytest.raises(ConfigError, match="^--compute_dtype: must be one of float32, bfloat16"):
+        DQNConfig(compute_dtype="float16")
