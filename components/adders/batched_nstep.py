@@ -107,7 +107,7 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self._discounts: list[np.ndarray] = []
         self._pending_columns: list[list] = []  # Per pending item: its flat columns of refs.
         self._pending_values: list[tuple] = []  # Per pending item: Transition fields, as leaves.
-        self._unconfirmed = 0  # At least the items created and not yet confirmed by the server.
+        self._unconfirmed = 0  # At most this many items wait unconfirmed by the server.
         self.items_written = 0
 
     # -- episodes ---------------------------------------------------------
