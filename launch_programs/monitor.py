@@ -105,7 +105,6 @@ class RunMonitor:
 
     def __init__(self, logdir: str | None, start_time: float, replay_address: str | None,
                  counts=lambda: (0, 0), every_s: float = 10.0):
-        self._logdir = logdir
         self._start = start_time
         self._address = replay_address
         self._counts = counts
@@ -117,7 +116,6 @@ class RunMonitor:
         self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
         self._lock = threading.Lock()
         self.rows: list[MonitorRow] = []
-        self.replay_full_row: MonitorRow | None = None
 
     def start(self) -> RunMonitor:
         self.sample()
@@ -149,9 +147,6 @@ class RunMonitor:
             self._last_wait = (now, replay.insert_wait_s)
         with self._lock:
             self.rows.append(row)
-            if (self.replay_full_row is None and replay is not None and replay.max_items
-                    and replay.items >= replay.max_items):
-                self.replay_full_row = row
         if self._logger is not None:
             actor_steps, learner_steps = self._counts()
             values = {k: v for k, v in dataclasses.asdict(row).items() if v is not None}
@@ -161,6 +156,12 @@ class RunMonitor:
                                 "actor_steps": int(actor_steps),
                                 "learner_steps": int(learner_steps), **values})
         return row
+
+    @property
+    def replay_full_row(self) -> MonitorRow | None:
+        """The first sample at which the replay's tables were full, if any."""
+        return next((r for r in self.rows if r.replay_max_items
+                     and r.replay_items >= r.replay_max_items), None)
 
     def last(self) -> MonitorRow | None:
         with self._lock:

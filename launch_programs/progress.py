@@ -93,9 +93,12 @@ class Progress:
 
 
 class ProgressReader:
-    """Follows a logdir's CSVs; `read()` gives the run's progress so far."""
+    """Follows a logdir's CSVs; `read()` gives the run's progress so far. Threads may share
+    one reader (the progress line and the monitor): each new row is read once."""
 
     def __init__(self, logdir: str):
+        self.logdir = logdir
+        self._lock = threading.Lock()
         self._tails = {kind: CsvTail(os.path.join(logdir, f"{kind}.csv"))
                        for kind in ("actor", "learner", "evaluator")}
         self._progress = Progress()
@@ -103,6 +106,10 @@ class ProgressReader:
         self._points: collections.deque = collections.deque()
 
     def read(self) -> Progress:
+        with self._lock:
+            return self._read()
+
+    def _read(self) -> Progress:
         p = self._progress
         for kind, tail in self._tails.items():
             for row in tail.new_rows():
@@ -173,9 +180,10 @@ class ProgressReporter:
     """Prints the progress line every `every_s` seconds in a thread, until `stop()`."""
 
     def __init__(self, logdir: str, budget: int | None, every_s: float,
-                 stream: TextIO | None = None, monitor: RunMonitor | None = None):
-        self._reader = ProgressReader(logdir)
-        self.monitor = monitor  # Set before start(): its last sample joins the line.
+                 stream: TextIO | None = None, monitor: RunMonitor | None = None,
+                 reader: ProgressReader | None = None):
+        self._reader = reader or ProgressReader(logdir)
+        self._monitor = monitor  # Its last sample joins the line.
         self._budget = budget
         self._every_s = every_s
         self._stream = stream or sys.stdout
@@ -191,7 +199,7 @@ class ProgressReporter:
 
     def report(self) -> None:
         line = format_progress(self._reader.read(), self._budget,
-                               self.monitor.last() if self.monitor is not None else None)
+                               self._monitor.last() if self._monitor is not None else None)
         if self._in_place:  # Rewrites the line: pads over a longer one before it.
             self._stream.write("\r" + line.ljust(self._width))
             self._width = max(self._width, len(line))

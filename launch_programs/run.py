@@ -458,19 +458,21 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     life_start = time.time()
     start = life_start - run_dir.prior_wall_s  # The run's start: wall_time_s continues.
     every_s = run.program_config.print_every_s
-    reporter = None
+    with_progress = run.progress and every_s > 0  # The driver's line stands for the nodes'.
     node_config = run.program_config
-    if run.progress and every_s > 0:  # The driver's line stands for the nodes' own.
-        from launch_programs.progress import ProgressReporter
-
+    if with_progress:
         node_config = dataclasses.replace(run.program_config, print_every_s=0)
-        reporter = ProgressReporter(run.logdir, run.program_config.max_actor_steps, every_s)
     program = make_agent_program(builder, factory, spec, node_config, run.logdir, start,
                                  name=run.agent, initial_counts=initial_counts,
                                  batched_environment_factory=batched_factory)
-    monitor = _make_monitor(run.logdir, start, program, run.program_config)
-    if reporter is not None:
-        reporter.monitor = monitor
+    from launch_programs.progress import ProgressReader, ProgressReporter
+
+    reader = ProgressReader(run.logdir)  # The nodes' CSVs, read once for line and monitor.
+    monitor = _make_monitor(reader, start, program, run.program_config)
+    reporter = None
+    if with_progress:
+        reporter = ProgressReporter(run.logdir, run.program_config.max_actor_steps, every_s,
+                                    monitor=monitor, reader=reader)
     if run.launch == "ray":
         launcher = RayLauncher(program, run.ray_config)
     else:
@@ -554,13 +556,11 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     return signals.exit_code if result.status == "interrupted" else 0
 
 
-def _make_monitor(logdir: str, start: float, program, program_config):
-    """The driver's monitor of memory and replay; its counts come from the nodes' CSVs. It
-    reads the replay on this host (where both launchers start it)."""
+def _make_monitor(reader, start: float, program, program_config):
+    """The driver's monitor of memory and replay; its counts come from the nodes' CSVs
+    (`reader`, a ProgressReader). It reads the replay on this host (where both launchers
+    start it)."""
     from launch_programs.monitor import RunMonitor
-    from launch_programs.progress import ProgressReader
-
-    reader = ProgressReader(logdir)
 
     def counts() -> tuple[float, float]:
         progress = reader.read()
@@ -569,7 +569,7 @@ def _make_monitor(logdir: str, start: float, program, program_config):
     replay = program.nodes.get("replay")
     port = replay.kwargs.get("port") if replay is not None else None
     every_s = program_config.print_every_s or 10.0  # With the progress line, or every 10 s.
-    return RunMonitor(logdir, start, f"localhost:{port}" if port else None, counts=counts,
+    return RunMonitor(reader.logdir, start, f"localhost:{port}" if port else None, counts=counts,
                       every_s=min(every_s, 10.0))
 
 
