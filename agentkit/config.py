@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agentkit.adders import MAX_IN_FLIGHT_ITEMS
+from agentkit.adders import MAX_IN_FLIGHT_ITEMS, PENDING_ITEMS_LIMIT
 
 
 class ConfigError(ValueError):
@@ -41,8 +41,9 @@ def require_common_fields(config: Any) -> None:
                 value = getattr(config, name)
                 require(condition(value), name, allowed, value)
     if hasattr(config, "max_in_flight_items"):
+        warns = PENDING_ITEMS_LIMIT + 1
         require(config.max_in_flight_items <= MAX_IN_FLIGHT_ITEMS, "max_in_flight_items",
-                f"<= {MAX_IN_FLIGHT_ITEMS} (Reverb warns from 50 unconfirmed items)",
+                f"<= {MAX_IN_FLIGHT_ITEMS} (Reverb warns from {warns} unconfirmed items)",
                 config.max_in_flight_items)
 
 

@@ -100,9 +100,10 @@ class IMPALAConfig:
         updates take epsilon 0.01 / 640^2 and a clip of 40 / 640. With epsilon 0.01 as
         written in the paper, Pong's policy stayed uniform (entropy 1.78 of ln 6 = 1.79)
         through 1.1M agent steps and 1,743 updates."""
-        steps = 32 * 20
+        batch_size = 32
+        steps = batch_size * cls.unroll_length
         values = dict(
-            torso="atari", head_hidden_size=256, shared_torso=True, batch_size=32,
+            torso="atari", head_hidden_size=256, shared_torso=True, batch_size=batch_size,
             optimizer="rmsprop", learning_rate=6e-4, value_learning_rate=0.0,
             learning_rate_final=0.0, learning_rate_decay_steps=0,
             adam_epsilon=0.01 / steps ** 2, max_gradient_norm=40.0 / steps,

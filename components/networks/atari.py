@@ -30,21 +30,20 @@ class AtariTorso(snt.Module):
             snt.Conv2D(64, [4, 4], stride=[2, 2], padding="VALID"),
             snt.Conv2D(64, [3, 3], stride=[1, 1], padding="VALID"),
         ]
+        self._to_features = snt.Flatten()
         self._network = snt.Sequential([
             self._convs[0], tf.nn.relu, self._convs[1], tf.nn.relu, self._convs[2], tf.nn.relu,
-            snt.Flatten(),
+            self._to_features,
         ])
-        self._built = False
 
     def __call__(self, inputs: tf.Tensor) -> tf.Tensor:
         frames = tf.cast(inputs, tf.float32) / 255.0
         if self._dtype == tf.float32:
             return self._network(frames)
-        if not self._built:  # float32 variables, made by one frame's float32 pass (networks
-            self._network(frames[:1])  # are built eagerly on a dummy batch: not in a step).
-            self._built = True
+        if not hasattr(self._convs[-1], "w"):  # float32 variables, made by one frame's float32
+            self._network(frames[:1])  # pass (networks are built eagerly on a dummy batch).
         h = tf.cast(frames, self._dtype)
         for conv in self._convs:
             h = tf.nn.conv2d(h, tf.cast(conv.w, self._dtype), conv.stride, conv.conv_padding)
             h = tf.nn.relu(h + tf.cast(conv.b, self._dtype))
-        return tf.cast(snt.Flatten()(h), tf.float32)
+        return tf.cast(self._to_features(h), tf.float32)
