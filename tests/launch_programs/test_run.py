@@ -90,7 +90,7 @@ def test_help_defaults_follow_the_environment_preset(capsys):
 
 CTRL_C_FLAGS = ["--env=gym:CartPole-v1", "--print_every_s=1", "--min_replay_size=200",
                 "--batch_size=32", "--hidden_sizes=32", "--head_hidden_size=32",
-                "--eval_every=1000000"]
+                "--eval_every=1000000", "--num_envs_per_actor=1"]
 
 
 def _stop_once_learning(cmd: list[str], logdir, signum: int, to_group: bool = False):
@@ -154,9 +154,10 @@ def test_ctrl_c_stops_cleanly_and_writes_the_summary(tmp_path):
     assert items and items == sorted(items) and items[-1] <= summary["actor_steps"]
 
     # The same command again resumes: the counts go on from the checkpoint
-    # and the step budget covers the whole run. 600 more steps end at least
-    # one episode (CartPole truncates at 500), so the actor writes a row in
-    # this life even when the resumed policy balances the pole.
+    # and the step budget covers the whole run. With one environment per actor,
+    # 600 more steps end at least one episode (CartPole truncates at 500), so
+    # the actor writes a row in this life even when the resumed policy
+    # balances the pole.
     before = summary
     extra = 600
     budget = before["actor_steps"] + extra
