@@ -5,8 +5,10 @@ Both learners are the project's DQNLearner with `DQNConfig.atari()` networks
 on the same batch again and again (no data path at all); the Reverb one
 samples from a local server through the project's dataset
 (`make_batch_iterator`, prefetched) and writes priorities back. The table is
-filled first with random frames through the project's n-step adder, and no
-rate limiter holds the learner, so the ratio is the cost of the data path.
+filled first with random frames through the project's batched n-step adder
+(storing each frame once, as the Atari preset does; `--store_frames_once=false`
+stores whole stacks), and no rate limiter holds the learner, so the ratio is
+the cost of the data path.
 For each batch size, prints one line and writes bench/results/learner.json,
 with the FLOPs of one step (convolutions and products of the trained forward,
 its gradients, and the two forward passes of o_t) as a fraction of
@@ -21,6 +23,7 @@ machine the learner uses.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -37,35 +40,37 @@ import tensorflow as tf  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from agents.rainbow import RainbowBuilder, RainbowConfig  # noqa: E402
+from components.environments.batched import BatchedEnvironment  # noqa: E402
 from components.networks.flops import forward_flops, matmul_rate  # noqa: E402
 from components.replay import ReplayServer  # noqa: E402
 from launch_programs.devices import configure_tensorflow  # noqa: E402
 from tests import fakes  # noqa: E402
 
 
-def random_observation(rng, spec) -> np.ndarray:
-    """Random frames (uint8) or random vectors (float32) of the observation spec."""
-    shape, dtype = spec.observations.shape, spec.observations.dtype
-    if dtype == np.uint8:
-        return rng.integers(0, 255, shape, np.uint8)
-    return rng.normal(size=shape).astype(dtype)
-
-
-def fill(address: str, builder: DQNBuilder, spec, num_transitions: int, seed: int = 0) -> None:
-    """Writes random-observation episodes through the project's n-step adder."""
-    rng = np.random.default_rng(seed)
-    adder = builder.make_adder(replay_client=reverb.Client(address), spec=spec)
+def fill(address: str, builder: DQNBuilder, environment_factory, num_transitions: int) -> None:
+    """Writes random-action episodes of 16 fake environments through the project's batched
+    n-step adder, as DQN's batched actors do (Atari: stacks of random frames, each step's
+    stack its predecessor moved on by one frame, so that frames can be stored once)."""
+    num_envs = 16
+    envs = BatchedEnvironment([environment_factory(seed) for seed in range(num_envs)])
+    spec = make_environment_spec(environment_factory(0))
+    adder = builder.make_batched_adder(replay_client=reverb.Client(address), spec=spec,
+                                       num_envs=num_envs)
+    rng = np.random.default_rng(0)
     num_actions = int(spec.actions.num_values)
-    written, episode_length = 0, 100
+    timestep = envs.reset()
+    adder.add_first(timestep)
+    written = 0
     while written < num_transitions:
-        adder.add_first(dm_env.restart(random_observation(rng, spec)))
-        for t in range(episode_length):
-            observation = random_observation(rng, spec)
-            step = dm_env.transition if t < episode_length - 1 else dm_env.truncation
-            adder.add(np.int32(rng.integers(0, num_actions)),
-                      step(np.float32(rng.normal()), observation))
-        written += episode_length
+        actions = rng.integers(0, num_actions, num_envs).astype(np.int32)
+        timestep = envs.step(actions)
+        adder.add(actions, timestep)
+        written += int((timestep.step_type != dm_env.StepType.FIRST).sum())
     adder.close()
+
+
+def _seeded(make, seed: int, **kwargs):
+    return make(seed=seed, **kwargs)
 
 
 def steps_per_s(learner, warmup_steps: int, window_s: float) -> tuple[float, int]:
@@ -97,22 +102,25 @@ AGENTS = {"dqn": (DQNBuilder, DQNConfig), "rainbow": (RainbowBuilder, RainbowCon
 
 def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: float,
             network: str = "atari", batches_per_call: int = 1, agent: str = "dqn",
-            jit: bool = False, compute_dtype: str = "float32") -> dict:
+            jit: bool = False, compute_dtype: str = "float32",
+            store_frames_once: bool = True) -> dict:
     # New items at priority 1: the actor-side priorities need an actor's network.
     common = dict(batch_size=batch_size, min_replay_size=batch_size, samples_per_insert=0.0,
                   actor_priorities=False, batches_per_call=batches_per_call,
                   compute_dtype=compute_dtype)
     builder_class, config_class = AGENTS[agent]
     if network == "atari":
-        config = config_class.atari(**common)
-        spec = make_environment_spec(fakes.fake_atari())
+        config = config_class.atari(store_frames_once=store_frames_once, **common)
+        factory = functools.partial(_seeded, fakes.FrameStackAtari, episode_length=100)
     else:  # The classic-control preset's network (CartPole's): MLP 256x256, no head layer.
         config = config_class.classic_control(**common)
-        spec = make_environment_spec(fakes.discrete_environment(2, (4,)))
+        factory = functools.partial(_seeded, fakes.discrete_environment, num_actions=2,
+                                    observation_shape=(4,), episode_length=100)
+    spec = make_environment_spec(factory(0))
     builder = builder_class(config)
     server = ReplayServer(builder.make_replay_tables(spec=spec))
     try:
-        fill(server.address(), builder, spec, num_transitions)
+        fill(server.address(), builder, factory, num_transitions)
         iterator = builder.make_dataset_iterator(replay_address=server.address())
         reverb_learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
                                               iterator=iterator,
@@ -146,6 +154,7 @@ def measure(batch_size: int, num_transitions: int, warmup_steps: int, window_s: 
         "batches_per_call": batches_per_call,
         "memory_jit_compile": jit,
         "compute_dtype": compute_dtype,
+        "store_frames_once": store_frames_once if network == "atari" else False,
         "reverb_steps_per_s": round(reverb_rate, 2), "reverb_steps": reverb_steps,
         "memory_steps_per_s": round(memory_rate, 2), "memory_steps": memory_steps,
         "ratio_reverb_to_memory": round(reverb_rate / memory_rate, 3),
@@ -172,6 +181,8 @@ def main(argv=None) -> int:
                         help="compile the in-memory learner's step with XLA (a trial)")
     parser.add_argument("--compute_dtype", default="float32", choices=["float32", "bfloat16"],
                         help="the Nature CNN's convolutions (DQNConfig.compute_dtype)")
+    parser.add_argument("--store_frames_once", default="true", choices=["true", "false"],
+                        help="Atari: replay stores each frame once (the preset) or whole stacks")
     parser.add_argument("--threads", type=int, default=0,
                         help="TensorFlow's intra- and inter-op threads (0: its default)")
     parser.add_argument("--out", default=None,
@@ -190,11 +201,12 @@ def main(argv=None) -> int:
     for batch_size in (int(x) for x in args.batch_sizes.split(",")):
         run = measure(batch_size, args.transitions, args.warmup_steps, args.window_s,
                       args.network, args.batches_per_call, args.agent, args.jit,
-                      args.compute_dtype)
+                      args.compute_dtype, args.store_frames_once == "true")
         run["reverb_flop_fraction"] = round(run["reverb_gflop_per_s"] * 1e9 / rate, 3)
         run["memory_flop_fraction"] = round(run["memory_gflop_per_s"] * 1e9 / rate, 3)
         runs.append(run)
-        print(f"[learner] {args.agent} {args.network} batch={batch_size} "
+        frames = " frames once" if run["store_frames_once"] else ""
+        print(f"[learner] {args.agent} {args.network}{frames} batch={batch_size} "
               f"batches_per_call={args.batches_per_call} from Reverb "
               f"{run['reverb_steps_per_s']} steps/s, "
               f"from memory {run['memory_steps_per_s']} steps/s, ratio "

@@ -7,20 +7,25 @@ state), without rate limiters. In one run:
 
 1. memory: 100,000 real Pong transitions (ale-py's vector environment, random
    actions, 16 games) go through the project's batched n-step adder (as DQN's
-   batched actors write them); the server's
-   resident memory before and after gives bytes per stored transition,
-   extrapolated to the 1,000,000 that DQN on Atari keeps. The adder writes
-   each step's frame stack once and lets items reference it; copying stacks
-   into every item would hold two 84x84x4 stacks per transition (56 GB per
-   million, before compression).
-2. inserts/s: a recorded stream of real frames is written (a) through the
-   project's `NStepTransitionAdder`, (a') in 16 slots at once through its
-   `BatchedNStepTransitionAdder`, and (b) through a bare trajectory writer
-   creating one-step transition items; the same for sequences through (c)
-   `SequenceAdder` and (d) a bare writer creating an item every 40 steps.
+   batched actors write them), once into the Atari preset's table (each frame
+   stored once: a step holds its newest 84x84 frame, items reference the
+   four of o_t and of o_t+n) and once into a table of whole stacks (each
+   step's 84x84x4 stack stored once and referenced by items: every frame four
+   times); the server's resident memory before and after each gives bytes per
+   stored transition, extrapolated to the 1,000,000 that DQN on Atari keeps.
+   Copying stacks into every item would hold two stacks per transition (56 GB
+   per million, before compression).
+2. inserts/s: a recorded stream of real frames (stacks slid on by one frame
+   each step) is written (a) through the project's `NStepTransitionAdder`
+   (whole stacks), (a') in 16 slots at once through its
+   `BatchedNStepTransitionAdder`, with whole stacks and with frames once, and
+   (b) through a bare trajectory writer creating one-step transition items of
+   whole stacks; the same for sequences through (c) `SequenceAdder` and (d) a
+   bare writer creating an item every 40 steps.
 3. samples/s: batches of 32 transitions through (e) the project's dataset
-   iterator (`make_batch_iterator`, prefetched) and (f) a bare
-   `reverb.TrajectoryDataset` batched by tf.data, from the filled table.
+   iterator (`make_batch_iterator`, prefetched) from each filled table (frames
+   once: the stacks gathered and moved back to [84, 84, 4]) and (f) a bare
+   `reverb.TrajectoryDataset` batched by tf.data, from the whole-stack table.
 
 Prints one line per figure and a summary line, and writes bench/results/replay.json.
 
@@ -62,13 +67,21 @@ class SequenceBuilder(R2D2Builder):
     table_name = "sequence_table"
 
 
-def builders() -> tuple[DQNBuilder, R2D2Builder]:
-    """The Atari configs, with no rate limit (samples_per_insert 0) and priorities of 1."""
-    dqn = DQNBuilder(DQNConfig.atari(samples_per_insert=0.0, min_replay_size=64,
-                                     actor_priorities=False))
+class WholeStackBuilder(DQNBuilder):
+    """DQN's builder storing whole stacks, in a table of its own beside the preset's."""
+
+    table_name = "whole_stack_table"
+
+
+def builders() -> tuple[DQNBuilder, DQNBuilder, R2D2Builder]:
+    """The Atari configs (DQN's storing frames once, as its preset does, and whole stacks),
+    with no rate limit (samples_per_insert 0) and priorities of 1."""
+    settings = dict(samples_per_insert=0.0, min_replay_size=64, actor_priorities=False)
+    dqn = DQNBuilder(DQNConfig.atari(**settings))
+    whole = WholeStackBuilder(DQNConfig.atari(store_frames_once=False, **settings))
     r2d2 = SequenceBuilder(R2D2Config.atari(samples_per_insert=0.0, min_replay_size=64,
                                         max_replay_size=20_000))
-    return dqn, r2d2
+    return dqn, whole, r2d2
 
 
 def serve() -> None:
@@ -76,8 +89,8 @@ def serve() -> None:
     from components.replay import ReplayServer
 
     spec = make_environment_spec(make_environment(GAME, seed=0))
-    dqn, r2d2 = builders()
-    server = ReplayServer(dqn.make_replay_tables(spec=spec) + r2d2.make_replay_tables(spec=spec))
+    tables = [t for builder in builders() for t in builder.make_replay_tables(spec=spec)]
+    server = ReplayServer(tables)
     print(server.port, flush=True)
     sys.stdin.read()
     server.stop()
@@ -95,17 +108,21 @@ def table_size(client: reverb.Client, table: str) -> int:
     return client.server_info()[table].current_size
 
 
-def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> float:
+def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int,
+                   at_half=lambda: None) -> float:
     """Writes `count` real transitions of 16 games through one batched n-step adder, as
-    DQN's batched actors write them; returns steps/s."""
+    DQN's batched actors write them (calling `at_half()` half-way); returns steps/s."""
     num_envs = 16
     env = make_vector_environment(GAME, list(range(num_envs)))
     spec = make_environment_spec(make_environment(GAME, seed=0))
     adder = builder.make_batched_adder(replay_client=client, spec=spec, num_envs=num_envs)
     rng = np.random.default_rng(0)
     adder.add_first(env.reset())
-    written, start = 0, time.perf_counter()
+    written, start, half = 0, time.perf_counter(), False
     while written < count:
+        if not half and written >= count // 2:
+            half = True
+            at_half()
         actions = rng.integers(0, 6, num_envs).astype(np.int32)
         timestep = env.step(actions)
         adder.add(actions, timestep)
@@ -117,12 +134,14 @@ def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int) -> fl
 
 
 def record_frames(num_steps: int) -> np.ndarray:
+    """The newest 84x84 frame of each of `num_steps` steps of Pong (random actions)."""
     env = make_environment(GAME, seed=1)
-    frames = [env.reset().observation]
+    frames = [env.reset().observation[..., -1]]
     rng = np.random.default_rng(1)
     while len(frames) < num_steps:
         timestep = env.step(np.int32(rng.integers(0, 6)))
-        frames.append(timestep.observation if not timestep.last() else env.reset().observation)
+        observation = timestep.observation if not timestep.last() else env.reset().observation
+        frames.append(observation[..., -1])
     env.close()
     return np.stack(frames)
 
@@ -136,20 +155,24 @@ def timed(window_s: float, body) -> float:
 
 
 class StreamFeeder:
-    """Feeds episodes of `episode_length` recorded frames to something with add_first/add."""
+    """Feeds episodes of `episode_length` steps to something with add_first/add, whose
+    observations are stacks of 4 recorded frames slid on by one frame each step."""
 
     def __init__(self, frames: np.ndarray, episode_length: int = 400):
         self._frames = frames
         self._episode_length = episode_length
         self._cursor = 0
 
+    def _stack(self) -> np.ndarray:
+        n, c = len(self._frames), self._cursor
+        return np.stack([self._frames[(c - 3 + j) % n] for j in range(4)], axis=-1)
+
     def episode(self):
         """Yields (action, timestep) pairs; the first has action None."""
-        n = len(self._frames)
-        yield None, dm_env.restart(self._frames[self._cursor % n])
+        yield None, dm_env.restart(self._stack())
         for t in range(self._episode_length):
             self._cursor += 1
-            frame = self._frames[self._cursor % n]
+            frame = self._stack()
             last = t == self._episode_length - 1
             step = dm_env.truncation if last else dm_env.transition
             yield np.int32(t % 6), step(np.float32(t % 3 - 1), frame)
@@ -242,44 +265,64 @@ def main(argv=None) -> int:
         port = int(server.stdout.readline())
         address = f"localhost:{port}"
         client = reverb.Client(address)
-        dqn, r2d2 = builders()
+        dqn, whole, r2d2 = builders()
         spec = make_environment_spec(make_environment(GAME, seed=0))
-        table = dqn.table_name
+        table = whole.table_name  # The bare writer and dataset: whole stacks.
         report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "game": GAME}
 
         time.sleep(1.0)
-        before = resident_bytes(server.pid)
-        fill_rate = fill_with_pong(client, dqn, args.transitions)
-        time.sleep(2.0)  # Let the last chunks land.
-        after = resident_bytes(server.pid)
-        stored = table_size(client, table)
-        per = (after - before) / stored
-        report["memory"] = {
-            "transitions": stored, "server_rss_before_mb": round(before / 2**20, 1),
-            "server_rss_after_mb": round(after / 2**20, 1),
-            "bytes_per_transition": round(per), "fill_steps_per_s": round(fill_rate, 1),
-            "gb_per_million": round((before + per * 1e6) / 1e9, 2),
-            "gb_per_million_if_stacks_copied_uncompressed": round(2 * STACK_BYTES * 1e6 / 1e9, 1),
-        }
-        print(f"[replay] memory: {stored} Pong transitions: {per:,.0f} bytes each -> "
-              f"{report['memory']['gb_per_million']} GB per million (server RSS "
-              f"{before / 2**20:.0f} -> {after / 2**20:.0f} MB)", flush=True)
+        report["memory"] = {}
+        for name, builder in (("frames_once", dqn), ("whole_stacks", whole)):
+            before = resident_bytes(server.pid)
+            halfway = []
+            fill_rate = fill_with_pong(
+                client, builder, args.transitions,
+                lambda b=builder, h=halfway: h.append((resident_bytes(server.pid),
+                                                  table_size(client, b.table_name))))
+            time.sleep(2.0)  # Let the last chunks land.
+            after = resident_bytes(server.pid)
+            stored = table_size(client, builder.table_name)
+            per = (after - before) / stored
+            # The second half's growth: a table's cost per item, without what the server
+            # allocates once (buffers) when writing starts.
+            (mid, mid_stored), = halfway
+            slope = (after - mid) / max(1, stored - mid_stored)
+            base = report["memory"].get("frames_once", {}).get("server_rss_before_mb", 0) * 2**20
+            report["memory"][name] = {
+                "transitions": stored, "server_rss_before_mb": round(before / 2**20, 1),
+                "server_rss_half_mb": round(mid / 2**20, 1),
+                "server_rss_after_mb": round(after / 2**20, 1),
+                "bytes_per_transition": round(per),
+                "bytes_per_transition_second_half": round(slope),
+                "fill_steps_per_s": round(fill_rate, 1),
+                # The server's own memory (before any table held anything) plus a million.
+                "gb_per_million": round(((base or before) + per * 1e6) / 1e9, 2),
+            }
+            print(f"[replay] memory, {name.replace('_', ' ')}: {stored} Pong transitions: "
+                  f"{per:,.0f} bytes each ({slope:,.0f} in the second half) -> "
+                  f"{report['memory'][name]['gb_per_million']} GB per million (server RSS "
+                  f"{before / 2**20:.0f} -> {after / 2**20:.0f} MB; {fill_rate:,.0f} steps/s)",
+                  flush=True)
+        report["memory"]["gb_per_million_if_stacks_copied_uncompressed"] = round(
+            2 * STACK_BYTES * 1e6 / 1e9, 1)
 
         frames = record_frames(2_000)
         feeder = StreamFeeder(frames)
         rates = {}
-        adder = dqn.make_adder(replay_client=client, spec=spec)
+        adder = whole.make_adder(replay_client=client, spec=spec)
         rates["nstep_adder_steps_per_s"] = timed(args.window_s, lambda: adder_episode(feeder, adder))
         adder.close()
         num_envs = 16
         feeders = [StreamFeeder(frames) for _ in range(num_envs)]
         for i, f in enumerate(feeders):
             f._cursor = 97 * i  # Different frames in each slot.
-        batched_adder = dqn.make_batched_adder(replay_client=client, spec=spec,
-                                                  num_envs=num_envs)
-        rates["batched_nstep_adder_steps_per_s"] = timed(
-            args.window_s, lambda: batched_adder_episode(feeders, batched_adder))
-        batched_adder.close()
+        for name, builder in (("batched_nstep_adder", whole),
+                              ("batched_nstep_adder_frames_once", dqn)):
+            batched_adder = builder.make_batched_adder(replay_client=client, spec=spec,
+                                                       num_envs=num_envs)
+            rates[f"{name}_steps_per_s"] = timed(
+                args.window_s, lambda a=batched_adder: batched_adder_episode(feeders, a))
+            batched_adder.close()
         writer = client.trajectory_writer(num_keep_alive_refs=2)
         rates["bare_transition_writer_steps_per_s"] = timed(
             args.window_s, lambda: bare_transition_episode(feeder, writer, table))
@@ -297,12 +340,16 @@ def main(argv=None) -> int:
         writer.close()
 
         batch = 32
-        iterator = dqn.make_dataset_iterator(replay_address=address)
+        once = dqn.make_dataset_iterator(replay_address=address)
+        iterator = whole.make_dataset_iterator(replay_address=address)
         bare = iter(reverb.TrajectoryDataset.from_table_signature(
             address, table, max_in_flight_samples_per_worker=2 * batch).batch(batch).prefetch(4))
-        for it in (iterator, bare):
+        for it in (once, iterator, bare):
             for _ in range(20):
                 next(it)
+        assert next(once).data.observation.shape == (batch, 84, 84, 4)
+        rates["dataset_frames_once_samples_per_s"] = timed(args.window_s,
+                                                           lambda: next(once) and batch)
         rates["dataset_samples_per_s"] = timed(args.window_s, lambda: next(iterator) and batch)
         rates["bare_dataset_samples_per_s"] = timed(args.window_s, lambda: next(bare) and batch)
 
@@ -316,6 +363,14 @@ def main(argv=None) -> int:
                                             / rates["bare_sequence_writer_steps_per_s"], 3),
             "dataset_vs_bare": round(rates["dataset_samples_per_s"]
                                      / rates["bare_dataset_samples_per_s"], 3),
+            "frames_once_vs_whole_memory": round(
+                report["memory"]["frames_once"]["bytes_per_transition"]
+                / report["memory"]["whole_stacks"]["bytes_per_transition"], 3),
+            "frames_once_vs_whole_inserts": round(
+                rates["batched_nstep_adder_frames_once_steps_per_s"]
+                / rates["batched_nstep_adder_steps_per_s"], 3),
+            "frames_once_vs_whole_samples": round(rates["dataset_frames_once_samples_per_s"]
+                                                  / rates["dataset_samples_per_s"], 3),
         }
         r = report["ratios"]
         print(f"[replay] inserts: n-step adder {rates['nstep_adder_steps_per_s']:,.0f}/s vs bare "
@@ -325,14 +380,20 @@ def main(argv=None) -> int:
               f"; sequence adder {rates['sequence_adder_steps_per_s']:,.0f} steps/s vs bare "
               f"{rates['bare_sequence_writer_steps_per_s']:,.0f} ({r['sequence_adder_vs_bare']:.0%})",
               flush=True)
+        print(f"[replay] inserts, frames once: batched n-step adder (16 slots) "
+              f"{rates['batched_nstep_adder_frames_once_steps_per_s']:,.0f} steps/s "
+              f"({r['frames_once_vs_whole_inserts']:.2f}x whole stacks)", flush=True)
         print(f"[replay] samples: dataset {rates['dataset_samples_per_s']:,.0f}/s vs bare "
-              f"{rates['bare_dataset_samples_per_s']:,.0f}/s ({r['dataset_vs_bare']:.0%})",
-              flush=True)
+              f"{rates['bare_dataset_samples_per_s']:,.0f}/s ({r['dataset_vs_bare']:.0%}); frames "
+              f"once {rates['dataset_frames_once_samples_per_s']:,.0f}/s "
+              f"({r['frames_once_vs_whole_samples']:.2f}x whole stacks)", flush=True)
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)
         m = report["memory"]
-        print(f"[replay] summary: {m['gb_per_million']} GB per million Atari transitions; adders "
+        print(f"[replay] summary: {m['frames_once']['gb_per_million']} GB per million Atari "
+              f"transitions with frames once ({m['whole_stacks']['gb_per_million']} GB with whole "
+              f"stacks); adders "
               f"{r['nstep_adder_vs_bare']:.0%} (n-step), "
               f"{r['batched_nstep_adder_vs_bare']:.0%} (batched n-step) and "
               f"{r['sequence_adder_vs_bare']:.0%} "

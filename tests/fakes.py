@@ -143,6 +143,39 @@ def fake_atari(episode_length: int = 8, **kwargs) -> FakeEnvironment:
     )
 
 
+class FrameStackAtari(FakeEnvironment):
+    """A tiny Atari whose observations stack frames as the real one does: each step draws a
+    new 84x84 frame, the observation is the last 4 (oldest first, on the last axis), and an
+    episode's first stack repeats its first frame. Episode lengths vary (1 to
+    `episode_length` steps), some truncated."""
+
+    def __init__(self, episode_length: int = 8, seed: int = 0):
+        super().__init__(specs.BoundedArray((84, 84, 4), np.uint8, 0, 255, "observation"),
+                         specs.DiscreteArray(6, dtype=np.int32, name="action"),
+                         episode_length=episode_length, seed=seed)
+        self._stack = np.zeros((84, 84, 4), np.uint8)
+        self._length = episode_length
+
+    def _frame(self) -> np.ndarray:
+        return self._rng.integers(0, 255, (84, 84)).astype(np.uint8)
+
+    def reset(self) -> dm_env.TimeStep:
+        self._step = 0
+        self._length = int(self._rng.integers(1, self._episode_length + 1))
+        self._stack = np.repeat(self._frame()[..., None], 4, axis=-1)
+        return dm_env.restart(self._stack.copy())
+
+    def step(self, action) -> dm_env.TimeStep:
+        self._step += 1
+        self._stack = np.concatenate([self._stack[..., 1:], self._frame()[..., None]], axis=-1)
+        reward = float(self._step)
+        if self._step >= self._length:
+            if self._rng.random() < 0.5:
+                return dm_env.truncation(reward, self._stack.copy())
+            return dm_env.termination(reward, self._stack.copy())
+        return dm_env.transition(reward, self._stack.copy())
+
+
 class MatchTheSign(dm_env.Environment):
     """A small task DQN must learn: reward 1 for the action that names the sign of x.
 

@@ -55,6 +55,9 @@ class DQNConfig:
     importance_sampling_exponent: float = 0.4  # beta: correction for the non-uniform sampling.
     actor_priorities: bool = True  # Actors give new items their |TD| (Ape-X); else priority 1.
     prefetch_size: int = 4  # Batches prefetched by the dataset.
+    # Frame stacks (Atari's 84x84x4): each step stores its newest frame and items
+    # reference the S frames of o_t and o_t+n, not four copies of each frame.
+    store_frames_once: bool = False
 
     # Acting.
     epsilon_init: float = 1.0  # Exploration at the start of each actor.
@@ -137,7 +140,7 @@ class DQNConfig:
             batch_size=32, learning_rate=6.25e-5, adam_epsilon=1.5e-4,
             samples_per_insert=8.0, min_replay_size=20_000, max_replay_size=1_000_000,
             epsilon_final=0.01, epsilon_decay_steps=250_000, epsilon_eval=0.001,
-            variable_update_period=400, learning_rate_decay_steps=0,
+            variable_update_period=400, learning_rate_decay_steps=0, store_frames_once=True,
         )
         values.update(overrides)
         return cls(**values)

@@ -59,6 +59,7 @@ class RainbowConfig(DQNConfig):
             samples_per_insert=8.0, min_replay_size=20_000, max_replay_size=1_000_000,
             priority_exponent=0.5, importance_sampling_exponent=0.4, num_atoms=51, v_min=-10.0,
             v_max=10.0, noisy=True, sigma0=0.5, epsilon_eval=0.001, variable_update_period=400,
+            store_frames_once=True,
         )
         values.update(overrides)
         return cls(**values)

@@ -51,6 +51,10 @@ _LAST = int(dm_env.StepType.LAST)
 
 
 class BatchedNStepTransitionAdder(BatchedAdder):
+    # Batched steps an item waits after its last cell before it is created (a subclass
+    # holds items until the chunks they reference are complete).
+    _hold_steps = 0
+
     """Writes the n-step transitions of K environments, each with an initial priority.
 
     With `defer_items=True` the items of a step wait in `pending()` until
@@ -84,9 +88,9 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self._defer = defer_items
         # A cell must outlive the items that reference it: an item's oldest cell
         # is at most n + 1 batched steps old, K cells per column per step, plus
-        # the (R, D) cells of episode ends.
+        # the (R, D) cells of episode ends (and the steps items are held).
         self._writer = client.trajectory_writer(
-            num_keep_alive_refs=num_envs * (2 * n_step + 2) + 8)
+            num_keep_alive_refs=num_envs * (2 * n_step + 2) * (1 + self._hold_steps) + 8)
         self._cpp = self._writer._writer  # noqa: SLF001  (see the module docstring)
         self._extras = extras_field(extras_spec, batch_shape=(num_envs,))
         # Fixed by the first add_first (observation) and add (the rest).
@@ -107,6 +111,9 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self._discounts: list[np.ndarray] = []
         self._pending_columns: list[list] = []  # Per pending item: its flat columns of refs.
         self._pending_values: list[tuple] = []  # Per pending item: Transition fields, as leaves.
+        self._held: collections.deque = collections.deque()  # (release step, columns, priority).
+        self._squeeze: list[bool] = []  # Per item column: one cell (squeezed) or several.
+        self._steps = 0  # Batched steps added.
         self._unconfirmed = 0  # At most this many items wait unconfirmed by the server.
         self.items_written = 0
 
@@ -138,16 +145,7 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         else:
             check_no_extras(extras)
             extras_leaves = []
-        rewards = self._layout.reward.flatten(next_timestep.reward)
-        discounts = self._layout.discount.flatten(next_timestep.discount)
-        # Roll every environment's window; a FIRST slot's entry is never read
-        # (its new episode fills the window before any item uses it).
-        for window, leaf in zip(self._rewards + self._discounts, rewards + discounts):
-            window[:, :-1] = window[:, 1:]  # Shift out the oldest, append the newest.
-            window[:, -1] = leaf
-        # R and D [K, ...] of the items whose n rewards fill each environment's window.
-        returns, bootstraps = self._layout.leaf_returns(self._rewards, self._discounts,
-                                                        self._gamma, axis=1)
+        returns, bootstraps = self._roll_windows(next_timestep)
         # Each environment's leaves of each field: one pass over each array, not K indexings.
         rows = zip(zip(*leaves), zip(*action_leaves),
                    zip(*extras_leaves) if extras_leaves else itertools.repeat(()),
@@ -175,6 +173,19 @@ class BatchedNStepTransitionAdder(BatchedAdder):
                 self._finish_episode(i)
         self._write_if_not_deferred()
 
+    def _roll_windows(self, timestep: dm_env.TimeStep) -> tuple[list, list]:
+        """Rolls every environment's reward and discount windows on by `timestep`; returns R
+        and D (per leaf, [K, ...]) of the items whose n rewards fill each window."""
+        self._steps += 1
+        rewards = self._layout.reward.flatten(timestep.reward)
+        discounts = self._layout.discount.flatten(timestep.discount)
+        # A FIRST slot's entry is never read (its new episode fills the window before
+        # any item uses it).
+        for window, leaf in zip(self._rewards + self._discounts, rewards + discounts):
+            window[:, :-1] = window[:, 1:]  # Shift out the oldest, append the newest.
+            window[:, -1] = leaf
+        return self._layout.leaf_returns(self._rewards, self._discounts, self._gamma, axis=1)
+
     def _first_add(self, actions: Any, timestep: dm_env.TimeStep) -> None:
         """Fixes the action, reward and discount fields and the columns from the first add."""
         if isinstance(actions, list):
@@ -191,6 +202,8 @@ class BatchedNStepTransitionAdder(BatchedAdder):
         self._none_tail = [None] * (self._action.num_leaves + num_extras) + self._no_returns
         self._num_before_returns = (self._observation.num_leaves + self._action.num_leaves
                                     + num_extras)
+        self._squeeze = [True] * (2 * self._observation.num_leaves + self._action.num_leaves
+                                  + 2 * layout.reward.num_leaves + num_extras)
 
     def _start_episode(self, i: int, observation: list) -> None:
         refs = self._cpp.Append([*observation, *self._none_tail])
@@ -262,16 +275,24 @@ class BatchedNStepTransitionAdder(BatchedAdder):
             priorities = np.asarray(priorities, np.float64).reshape(-1)
             if len(priorities) != count:
                 raise ValueError(f"{count} items pending, got {len(priorities)} priorities")
-            squeeze = [True] * len(self._pending_columns[0])
-            for columns, priority in zip(self._pending_columns, priorities.tolist()):
-                if self._unconfirmed >= PENDING_ITEMS_LIMIT:  # Reverb would warn at the next.
-                    self._flush(min(self._max_in_flight, PENDING_ITEMS_LIMIT // 2))
-                self._cpp.CreateItem(self._table, priority, columns, squeeze)
-                self._unconfirmed += 1
-            self.items_written += count
+            release = self._steps + self._hold_steps
+            self._held.extend((release, columns, priority) for columns, priority
+                              in zip(self._pending_columns, priorities.tolist()))
             self._pending_columns.clear()
             self._pending_values.clear()
+        self._create_items()
         self._flush(self._max_in_flight)
+
+    def _create_items(self, everything: bool = False) -> None:
+        """Creates the held items whose wait is over (every one with `everything`)."""
+        held, squeeze = self._held, self._squeeze
+        while held and (everything or held[0][0] <= self._steps):
+            _, columns, priority = held.popleft()
+            if self._unconfirmed >= PENDING_ITEMS_LIMIT:  # Reverb would warn at the next.
+                self._flush(min(self._max_in_flight, PENDING_ITEMS_LIMIT // 2))
+            self._cpp.CreateItem(self._table, priority, columns, squeeze)
+            self._unconfirmed += 1
+            self.items_written += 1
 
     def _flush(self, max_unconfirmed: int) -> None:
         """Waits until at most `max_unconfirmed` items are unconfirmed by the server."""
@@ -289,6 +310,8 @@ class BatchedNStepTransitionAdder(BatchedAdder):
                 self._finish_episode(i)
             self._last_refs[i] = self._last_obs[i] = None
         self.write_pending()
+        self._create_items(everything=True)
+        self._flush(self._max_in_flight)
 
     def close(self) -> None:
         """Writes what unfinished episodes hold, waits for the server, releases the writer."""

@@ -17,8 +17,14 @@ import reverb
 
 from agentkit.builders import ActorLearnerBuilder
 from agentkit.specs import EnvironmentSpec
-from components.adders import BatchedNStepTransitionAdder, NStepTransitionAdder
-from components.datasets import make_batch_iterator
+from components.adders import (
+    BatchedNStepTransitionAdder,
+    FramesOnceNStepAdder,
+    NStepTransitionAdder,
+    check_frame_stack_spec,
+    frames_once_signature,
+)
+from components.datasets import make_batch_iterator, unpack_frames_once
 from components.replay.tables import make_rate_limiter, make_replay_table, transition_signature
 
 
@@ -30,7 +36,9 @@ class NStepTransitionReplay(ActorLearnerBuilder):
     as DQN's Ape-X actors do), `_items_per_batch` (transitions per learner
     call) and `extras_spec` (what each item stores beside the transition,
     e.g. a behaviour policy's logits: then the actor passes them to its
-    adders; None stores nothing).
+    adders; None stores nothing). A config with `store_frames_once` set
+    (Atari's frame stacks) stores each frame once (`FramesOnceNStepAdder`);
+    the dataset gives the learner the same transitions.
     """
 
     table_name = "priority_table"
@@ -47,10 +55,20 @@ class NStepTransitionReplay(ActorLearnerBuilder):
         del spec
         return None
 
+    @property
+    def _frames_once(self) -> bool:
+        return bool(getattr(self.config, "store_frames_once", False))
+
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         c = self.config
         limiter = make_rate_limiter(c.samples_per_insert, c.min_replay_size)
-        signature = transition_signature(spec, self.extras_spec(spec))
+        if self._frames_once:
+            if self.extras_spec(spec) is not None:
+                raise ValueError("store_frames_once: frames-once items carry no extras; pass "
+                                 "--store_frames_once=false")
+            signature = frames_once_signature(spec, self.config.n_step)
+        else:
+            signature = transition_signature(spec, self.extras_spec(spec))
         return [make_replay_table(self.table_name, signature, c.max_replay_size,
                                   limiter, prioritized=c.prioritized,
                                   priority_exponent=c.priority_exponent)]
@@ -60,11 +78,16 @@ class NStepTransitionReplay(ActorLearnerBuilder):
     ) -> Iterator[reverb.ReplaySample]:
         """Batches of transitions; restarts after rate-limiter timeouts, ends on should_stop."""
         return make_batch_iterator(replay_address, self.table_name, self._items_per_batch,
-                                   self.config.prefetch_size, should_stop)
+                                   self.config.prefetch_size, should_stop,
+                                   transform=(unpack_frames_once(self.config.n_step)
+                                              if self._frames_once else None))
 
     def make_adder(self, *, replay_client: reverb.Client,
                    spec: EnvironmentSpec) -> NStepTransitionAdder:
         c = self.config
+        if self._frames_once:
+            raise ValueError("store_frames_once: only the batched adder (make_batched_adder) "
+                             "stores frames once")
         return NStepTransitionAdder(replay_client, self.table_name, n_step=c.n_step,
                                     discount=c.discount,
                                     max_in_flight_items=c.max_in_flight_items,
@@ -75,6 +98,12 @@ class NStepTransitionReplay(ActorLearnerBuilder):
                            num_envs: int) -> BatchedNStepTransitionAdder:
         """The same items for K lock-stepped environments, at a fraction of the Python cost."""
         c = self.config
+        if self._frames_once:
+            check_frame_stack_spec(spec)
+            return FramesOnceNStepAdder(replay_client, self.table_name, num_envs,
+                                        n_step=c.n_step, discount=c.discount,
+                                        max_in_flight_items=c.max_in_flight_items,
+                                        defer_items=self._defer_items)
         return BatchedNStepTransitionAdder(replay_client, self.table_name, num_envs,
                                            n_step=c.n_step, discount=c.discount,
                                            max_in_flight_items=c.max_in_flight_items,

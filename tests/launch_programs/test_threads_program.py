@@ -55,15 +55,18 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
     assert not [t for t in threading.enumerate() if t.name.startswith(("actor_", "learner"))]
 
 
-def test_dqn_acts_and_learns_on_atari_frames(tmp_path):
+@pytest.mark.parametrize("frames_once", [False, True])
+def test_dqn_acts_and_learns_on_atari_frames(tmp_path, frames_once):
     config = DQNConfig(torso="atari", batch_size=8, min_replay_size=64, samples_per_insert=2.0,
-                       max_replay_size=1000, head_hidden_size=32)
+                       max_replay_size=1000, head_hidden_size=32, store_frames_once=frames_once)
     # No step-0 evaluation: the first round comes after eval_every steps.
     program_config = ProgramConfig(num_actors=1, num_envs_per_actor=2, max_actor_steps=300,
                                    eval_every=100, eval_episodes=1, eval_at_start=False,
                                    print_every_s=0)
 
     def factory(seed, evaluation):
+        if frames_once:  # Its observations stack frames, as Atari's do.
+            return fakes.FrameStackAtari(episode_length=20, seed=seed)
         return fakes.fake_atari(episode_length=20, seed=seed)
 
     spec = make_environment_spec(factory(0, False))
