@@ -56,7 +56,7 @@ class DQNConfig:
     actor_priorities: bool = True  # Actors give new items their |TD| (Ape-X); else priority 1.
     prefetch_size: int = 4  # Batches prefetched by the dataset.
     # Frame stacks (Atari's 84x84x4): each step stores its newest frame and items
-    # reference the S frames of o_t and o_t+n, not four copies of each frame.
+    # reference the S + n frames of o_t and o_t+n, not four copies of each frame.
     store_frames_once: bool = False
 
     # Acting.

@@ -13,6 +13,7 @@ import dm_env
 import gymnasium as gym
 import numpy as np
 
+from components.environments.frames import frames_last
 from components.environments.gym_adapter import GymnasiumToDmEnv
 from components.environments.wrappers import RewardClippingWrapper
 
@@ -33,7 +34,7 @@ class _ChannelsLast(gym.ObservationWrapper):
         )
 
     def observation(self, observation):
-        return np.transpose(np.asarray(observation), (1, 2, 0))
+        return frames_last(observation)
 
 
 def make_atari_gym(game: str, max_episode_steps: int = MAX_EPISODE_STEPS) -> gym.Env:

@@ -22,6 +22,7 @@ from components.environments.atari import (
     MAX_EPISODE_STEPS,
     STICKY_ACTION_PROBABILITY,
 )
+from components.environments.frames import frames_last
 
 
 class AtariVectorEnvironment:
@@ -117,7 +118,7 @@ class AtariVectorEnvironment:
 
 def _channels_last(frames: np.ndarray) -> np.ndarray:
     """[K, 4, 84, 84] -> [K, 84, 84, 4], the layout of `atari:<Game>`."""
-    return np.ascontiguousarray(np.transpose(frames, (0, 2, 3, 1)))
+    return frames_last(frames)
 
 
 def _rom_name(game: str) -> str:
