@@ -7,7 +7,7 @@ launch_programs calls these methods inside whichever node needs each part.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import reverb
 import tensorflow as tf
@@ -24,7 +24,7 @@ from agents.r2d2.networks import copy_network, make_networks
 from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
 from components.adders import SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
-from components.environments import family_preset
+from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io
 from components.replay import make_rate_limiter, make_replay_table
 from components.variable_client import make_variable_client
@@ -36,9 +36,21 @@ class R2D2Builder(ActorLearnerBuilder):
     config_class = R2D2Config
     table_name = "priority_table"
 
+    # Atari: one actor of 16 games in ale-py's C++ threads, two alternating groups (each
+    # with its own recurrent states); 5 evaluation games every 50k steps (its learner,
+    # 64 sequences of 80 a step, sets a slow pace).
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
+                  "atari_vector_env": True, "eval_every": 50_000, "eval_episodes": 5},
+    }
+
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
         return family_preset(cls.config_class, env)
+
+    @classmethod
+    def program_preset(cls, env: str) -> dict[str, Any]:
+        return family_program_preset(cls.program_presets, env)
 
     def _extras_spec(self) -> dict:
         """The core state each step began with (the learner restarts from step 0's)."""
