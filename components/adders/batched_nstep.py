@@ -50,11 +50,14 @@ _FIRST = int(dm_env.StepType.FIRST)
 _LAST = int(dm_env.StepType.LAST)
 
 
-class BatchedNStepTransitionAdder(BatchedAdder):
-    # Batched steps an item waits after its last cell before it is created (a subclass
-    # holds items until the chunks they reference are complete).
-    _hold_steps = 0
+def require_first(timestep: dm_env.TimeStep) -> None:
+    """Raises unless every slot of a batched timestep is FIRST (what `add_first` takes)."""
+    step_type = np.asarray(timestep.step_type)
+    if not (step_type == _FIRST).all():
+        raise ValueError(f"add_first needs FIRST timesteps in every slot, got {step_type}")
 
+
+class BatchedNStepTransitionAdder(BatchedAdder):
     """Writes the n-step transitions of K environments, each with an initial priority.
 
     With `defer_items=True` the items of a step wait in `pending()` until
@@ -63,6 +66,10 @@ class BatchedNStepTransitionAdder(BatchedAdder):
     from `priority_fn` (1.0 without it). `extras_spec` is per environment
     (no K axis); the extras given to `add` have a leading K axis.
     """
+
+    # Batched steps an item waits after its last cell before it is created (a subclass
+    # holds items until the chunks they reference are complete).
+    _hold_steps = 0
 
     def __init__(
         self,
@@ -120,9 +127,7 @@ class BatchedNStepTransitionAdder(BatchedAdder):
     # -- episodes ---------------------------------------------------------
 
     def add_first(self, timestep: dm_env.TimeStep) -> None:
-        step_type = np.asarray(timestep.step_type)
-        if not (step_type == _FIRST).all():
-            raise ValueError(f"add_first needs FIRST timesteps in every slot, got {step_type}")
+        require_first(timestep)
         if self._observation is None:
             self._observation = Field("observation", timestep.observation)
             self._observation.check_batch(self.num_envs)

@@ -44,8 +44,8 @@ import reverb
 import tensorflow as tf
 
 from agentkit.specs import EnvironmentSpec
-from components.adders.batched_nstep import BatchedNStepTransitionAdder
-from components.adders.nests import Field
+from components.adders.batched_nstep import BatchedNStepTransitionAdder, require_first
+from components.adders.nests import Field, check_no_extras
 from components.adders.nstep import PriorityFn, nstep_return
 
 FRAME_CHUNK_LENGTH = 8  # Consecutive frames of a game per Reverb chunk.
@@ -117,9 +117,7 @@ class FramesOnceNStepAdder(BatchedNStepTransitionAdder):
     # -- episodes ---------------------------------------------------------
 
     def add_first(self, timestep: dm_env.TimeStep) -> None:
-        step_type = np.asarray(timestep.step_type)
-        if not (step_type == _FIRST).all():
-            raise ValueError(f"add_first needs FIRST timesteps in every slot, got {step_type}")
+        require_first(timestep)
         stacks = np.asarray(timestep.observation)
         if self._stack == 0:
             if stacks.ndim != 4 or stacks.shape[0] != self.num_envs or stacks.dtype != np.uint8:
@@ -146,8 +144,10 @@ class FramesOnceNStepAdder(BatchedNStepTransitionAdder):
     def add(self, actions: Any, next_timestep: dm_env.TimeStep, extras: Any = ()) -> None:
         if self._stack == 0:
             raise ValueError("add called before add_first")
-        if extras not in ((), None):
-            raise ValueError("store_frames_once: items carry no extras")
+        try:
+            check_no_extras(extras)
+        except ValueError:
+            raise ValueError("store_frames_once: items carry no extras") from None
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
             raise ValueError(f"store_frames_once: actions must be {self.num_envs} integers, got "

@@ -82,6 +82,9 @@ def test_observations_that_do_not_stack_frames_fail_in_one_line(reverb_server_fa
     envs = BatchedEnvironment([fakes.fake_atari(seed=i) for i in range(2)])  # Random stacks.
     adder = FramesOnceNStepAdder(client, "once", 2, 1, 0.99)
     adder.add_first(envs.reset())
+    with pytest.raises(ValueError, match="store_frames_once: items carry no extras"):
+        adder.add(np.zeros(2, np.int32), envs.step(np.zeros(2, np.int32)),
+                  {"logits": np.zeros((2, 6), np.float32)})
     with pytest.raises(ValueError, match="not its previous one moved on by one frame"):
         adder.add(np.zeros(2, np.int32), envs.step(np.zeros(2, np.int32)))
     vectors = FramesOnceNStepAdder(client, "once", 1, 1, 0.99)
