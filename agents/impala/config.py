@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from agentkit.config import require, require_common_fields
+from components.networks.atari import COMPUTE_DTYPES
 from components.networks.torso import TORSOS
 
 
@@ -26,6 +27,9 @@ class IMPALAConfig:
 
     # Network.
     torso: str = "auto"  # "mlp", "atari" (Nature CNN), "minatar" (one conv), or "auto" by shape.
+    # "bfloat16": the Nature CNN's convolutions in bfloat16 on float32 weights (CPUs with
+    # AVX-512 BF16 or AMX run them faster; see AtariTorso).
+    compute_dtype: str = "float32"
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).
@@ -58,6 +62,8 @@ class IMPALAConfig:
         require(self.baseline_cost >= 0, "baseline_cost", ">= 0", self.baseline_cost)
         require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
+        require(self.compute_dtype in COMPUTE_DTYPES, "compute_dtype",
+                "one of " + ", ".join(COMPUTE_DTYPES), self.compute_dtype)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.lstm_size >= 0, "lstm_size", ">= 0", self.lstm_size)
@@ -92,22 +98,26 @@ class IMPALAConfig:
 
     @classmethod
     def atari(cls, **overrides) -> IMPALAConfig:
-        """The paper's shallow-network Atari settings (RMSProp at 6e-4, batch 32, T = 20).
+        """The paper's shallow-network Atari settings (RMSProp at 6e-4 with decay 0.99,
+        T = 20), in batches of 4 unrolls (80 steps, A2C's batch) rather than the paper's 32.
 
-        The paper (and scalable_agent) sums its losses over the batch's B x T = 640 steps,
-        with RMSProp's epsilon 0.01 inside the square root and gradients clipped at a norm
-        of 40; this learner averages them, so its gradients are 640x smaller: the same
-        updates take epsilon 0.01 / 640^2 and a clip of 40 / 640. With epsilon 0.01 as
-        written in the paper, Pong's policy stayed uniform (entropy 1.78 of ln 6 = 1.79)
-        through 1.1M agent steps and 1,743 updates."""
-        batch_size = 32
-        steps = batch_size * cls.unroll_length
+        The paper (and scalable_agent) sums its losses over a batch's B x T steps, with
+        RMSProp's epsilon 0.01 inside the square root and gradients clipped at a norm of 40;
+        this learner averages them, so its gradients are B x T times smaller: the same updates
+        take epsilon 0.01 / (B T)^2 and a clip of 40 / (B T), derived here from the batch size
+        and unroll length given (0.5 at B T = 80: A2C's clip). At the paper's batch of 32,
+        Pong's policy stayed uniform (entropy 1.78 of ln 6 = 1.79) through 1.1M agent steps:
+        1,743 updates, where A2C has taken 14,000 by then; 4 unrolls a batch give 12,500
+        updates per million steps. The queue holds 32 unrolls, so an update's policy lags the
+        actors' by at most about 8 updates when the learner is the slower side."""
+        batch_size = overrides.get("batch_size", 4)
+        steps = batch_size * overrides.get("unroll_length", cls.unroll_length)
         values = dict(
             torso="atari", head_hidden_size=256, shared_torso=True, batch_size=batch_size,
             optimizer="rmsprop", learning_rate=6e-4, value_learning_rate=0.0,
             learning_rate_final=0.0, learning_rate_decay_steps=0,
             adam_epsilon=0.01 / steps ** 2, max_gradient_norm=40.0 / steps,
-            max_queue_size=128, variable_update_period=20,
+            max_queue_size=32, variable_update_period=20,
         )
         values.update(overrides)
         return cls(**values)

@@ -27,15 +27,15 @@ class SeparatePolicyValue(snt.Module):
     gradients (returns of ~100 on CartPole) cannot disturb the policy's features."""
 
     def __init__(self, spec: EnvironmentSpec, torso: str, hidden_sizes: Sequence[int],
-                 head_hidden_size: int = 0):
+                 head_hidden_size: int = 0, compute_dtype: str = "float32"):
         super().__init__(name="separate_policy_value")
         head_hidden = [head_hidden_size] if head_hidden_size else []
         self._policy = snt.Sequential([
-            make_torso(spec, torso, hidden_sizes),
+            make_torso(spec, torso, hidden_sizes, compute_dtype),
             snt.nets.MLP(head_hidden + [num_discrete_actions(spec)]),
         ])
         self._value = snt.Sequential([
-            make_torso(spec, torso, hidden_sizes),
+            make_torso(spec, torso, hidden_sizes, compute_dtype),
             snt.nets.MLP(head_hidden + [1]),
         ])
 
@@ -54,20 +54,21 @@ class SeparatePolicyValue(snt.Module):
 
 def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes: Sequence[int],
                               head_hidden_size: int = 0, shared_torso: bool = False,
-                              lstm_size: int = 0) -> snt.Module:
-    """observation -> (logits [B, A], value [B]); variables created with a dummy batch."""
+                              lstm_size: int = 0, compute_dtype: str = "float32") -> snt.Module:
+    """observation -> (logits [B, A], value [B]); variables created with a dummy batch.
+    `compute_dtype` is the Nature CNN's (`components.networks.atari.AtariTorso`)."""
     head_hidden = [head_hidden_size] if head_hidden_size else []
     dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
                                spec.observations)
     if lstm_size:
-        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes), lstm_size,
+        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes, compute_dtype), lstm_size,
                                        num_discrete_actions(spec), head_hidden)
         network(dummy, network.initial_state(1))
         return network
     if shared_torso:
-        network = snt.Sequential([make_torso(spec, torso, hidden_sizes),
+        network = snt.Sequential([make_torso(spec, torso, hidden_sizes, compute_dtype),
                                   PolicyValueHead(num_discrete_actions(spec), head_hidden)])
     else:
-        network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size)
+        network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size, compute_dtype)
     network(dummy)
     return network

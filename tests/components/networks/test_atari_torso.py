@@ -47,3 +47,24 @@ def test_a_bad_compute_dtype_fails():
         AtariTorso("float16")
     with pytest.raises(ConfigError, match="^--compute_dtype: must be one of float32, bfloat16"):
         DQNConfig(compute_dtype="float16")
+
+
+def test_policy_value_networks_compute_in_the_configured_dtype():
+    """IMPALA's (and APPO's) `compute_dtype` reaches the Nature torso of its network."""
+    from agentkit.specs import make_environment_spec
+    from agents.impala.config import IMPALAConfig
+    from agents.impala.networks import make_networks
+    from tests import fakes
+
+    spec = make_environment_spec(fakes.fake_atari())
+    frames = tf.constant(np.random.default_rng(1).integers(0, 255, (3, 84, 84, 4), np.uint8))
+    full = make_networks(spec, IMPALAConfig.atari())["policy"]
+    half = make_networks(spec, IMPALAConfig.atari(compute_dtype="bfloat16"))["policy"]
+    for a, b in zip(full.variables, half.variables):
+        b.assign(a)
+    (logits_a, _), (logits_b, value_b) = full(frames), half(frames)
+    assert logits_b.dtype == value_b.dtype == tf.float32
+    diff = np.abs(logits_a.numpy() - logits_b.numpy()).max()
+    assert 0 < diff <= 0.05 * np.abs(logits_a.numpy()).max()
+    with pytest.raises(ConfigError, match="^--compute_dtype: must be one of float32, bfloat16"):
+        IMPALAConfig(compute_dtype="float16")
