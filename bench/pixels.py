@@ -42,6 +42,9 @@ RUNS = {
     "rainbow-minatar-breakout": ("rainbow", "minatar:breakout", 1_000_000, 8.0, []),
     "ppo-minatar-breakout": ("ppo", "minatar:breakout", 1_000_000, 8.0, []),
     "impala-atari-pong": ("impala", "atari:Pong", 3_000_000, 18.0, []),
+    # DQN: learner-bound (one update of 32 per 4 steps), so a Pong run spans sessions; a
+    # rerun resumes it with its checkpointed replay.
+    "dqn-atari-pong": ("dqn", "atari:Pong", 2_000_000, 18.0, []),
     # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
     "r2d2-atari-pong": ("r2d2", "atari:Pong", 3_000_000, 18.0, []),
 }
