@@ -6,6 +6,7 @@ import dataclasses
 
 from agentkit.config import require, require_common_fields
 from components.networks.atari import COMPUTE_DTYPES
+from components.networks.initializers import INITS
 from components.networks.torso import TORSOS
 
 
@@ -30,6 +31,8 @@ class IMPALAConfig:
     # "bfloat16": the Nature CNN's convolutions in bfloat16 on float32 weights (CPUs with
     # AVX-512 BF16 or AMX run them faster; see AtariTorso).
     compute_dtype: str = "float32"
+    # Weights: Sonnet's "default" or "orthogonal" (A2C/PPO's gains; needs a shared torso).
+    network_init: str = "default"
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).
@@ -62,6 +65,10 @@ class IMPALAConfig:
         require(self.baseline_cost >= 0, "baseline_cost", ">= 0", self.baseline_cost)
         require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
+        require(self.network_init in INITS, "network_init", "one of " + ", ".join(INITS),
+                self.network_init)
+        require(self.network_init == "default" or self.shared_torso or self.lstm_size,
+                "network_init", "default unless shared_torso or lstm_size", self.network_init)
         require(self.compute_dtype in COMPUTE_DTYPES, "compute_dtype",
                 "one of " + ", ".join(COMPUTE_DTYPES), self.compute_dtype)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
@@ -113,7 +120,8 @@ class IMPALAConfig:
         batch_size = overrides.get("batch_size", 4)
         steps = batch_size * overrides.get("unroll_length", cls.unroll_length)
         values = dict(
-            torso="atari", head_hidden_size=256, shared_torso=True, batch_size=batch_size,
+            torso="atari", head_hidden_size=256, shared_torso=True, network_init="orthogonal",
+            batch_size=batch_size,
             optimizer="rmsprop", learning_rate=6e-4, value_learning_rate=0.0,
             learning_rate_final=0.0, learning_rate_decay_steps=0,
             adam_epsilon=0.01 / steps ** 2, max_gradient_norm=40.0 / steps,

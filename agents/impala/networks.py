@@ -13,4 +13,5 @@ def make_networks(spec: EnvironmentSpec, config: IMPALAConfig) -> dict[str, snt.
     return {"policy": make_policy_value_network(
         spec, torso=config.torso, hidden_sizes=config.hidden_sizes,
         head_hidden_size=config.head_hidden_size, shared_torso=config.shared_torso,
-        lstm_size=config.lstm_size, compute_dtype=config.compute_dtype)}
+        lstm_size=config.lstm_size, compute_dtype=config.compute_dtype,
+        init=config.network_init)}

@@ -16,6 +16,7 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
+from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentPolicyValue
@@ -54,20 +55,25 @@ class SeparatePolicyValue(snt.Module):
 
 def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes: Sequence[int],
                               head_hidden_size: int = 0, shared_torso: bool = False,
-                              lstm_size: int = 0, compute_dtype: str = "float32") -> snt.Module:
+                              lstm_size: int = 0, compute_dtype: str = "float32",
+                              init: str = "default") -> snt.Module:
     """observation -> (logits [B, A], value [B]); variables created with a dummy batch.
-    `compute_dtype` is the Nature CNN's (`components.networks.atari.AtariTorso`)."""
+    `compute_dtype` is the Nature CNN's (`components.networks.atari.AtariTorso`); `init`
+    "orthogonal" (`components.networks.initializers`) needs a shared torso or an LSTM."""
+    if init != "default" and not (shared_torso or lstm_size):
+        raise ConfigError(f"--network_init: {init!r} needs --shared_torso=true or an LSTM core "
+                          f"(separate torsos keep Sonnet's default)")
     head_hidden = [head_hidden_size] if head_hidden_size else []
     dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
                                spec.observations)
     if lstm_size:
-        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes, compute_dtype), lstm_size,
-                                       num_discrete_actions(spec), head_hidden)
+        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes, compute_dtype, init),
+                                       lstm_size, num_discrete_actions(spec), head_hidden, init)
         network(dummy, network.initial_state(1))
         return network
     if shared_torso:
-        network = snt.Sequential([make_torso(spec, torso, hidden_sizes, compute_dtype),
-                                  PolicyValueHead(num_discrete_actions(spec), head_hidden)])
+        network = snt.Sequential([make_torso(spec, torso, hidden_sizes, compute_dtype, init),
+                                  PolicyValueHead(num_discrete_actions(spec), head_hidden, init)])
     else:
         network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size, compute_dtype)
     network(dummy)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sonnet as snt
 import tensorflow as tf
 
+from components.networks.initializers import hidden_init
+
 # The three valid-padding convolutions need at least this many pixels a side.
 MIN_SIDE = 36
 COMPUTE_DTYPES = ("float32", "bfloat16")
@@ -20,15 +22,17 @@ class AtariTorso(snt.Module):
     1.5x, bench/learner.py --compute_dtype=bfloat16).
     """
 
-    def __init__(self, compute_dtype: str = "float32", name: str = "atari_torso"):
+    def __init__(self, compute_dtype: str = "float32", init: str = "default",
+                 name: str = "atari_torso"):
         super().__init__(name=name)
         if compute_dtype not in COMPUTE_DTYPES:
             raise ValueError(f"compute_dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
         self._dtype = tf.as_dtype(compute_dtype)
+        w_init = hidden_init(init)  # `init`: components.networks.initializers.INITS.
         self._convs = [
-            snt.Conv2D(32, [8, 8], stride=[4, 4], padding="VALID"),
-            snt.Conv2D(64, [4, 4], stride=[2, 2], padding="VALID"),
-            snt.Conv2D(64, [3, 3], stride=[1, 1], padding="VALID"),
+            snt.Conv2D(32, [8, 8], stride=[4, 4], padding="VALID", w_init=w_init),
+            snt.Conv2D(64, [4, 4], stride=[2, 2], padding="VALID", w_init=w_init),
+            snt.Conv2D(64, [3, 3], stride=[1, 1], padding="VALID", w_init=w_init),
         ]
         self._to_features = snt.Flatten()
         self._network = snt.Sequential([

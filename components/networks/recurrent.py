@@ -69,8 +69,9 @@ class RecurrentPolicyValue(RecurrentNetwork):
     """(observation, state) -> ((logits [B, A], value [B]), new state)."""
 
     def __init__(self, torso: snt.Module, core_size: int, num_actions: int,
-                 head_hidden_sizes=(), name: str = "recurrent_policy_value"):
-        super().__init__(torso, core_size, PolicyValueHead(num_actions, head_hidden_sizes),
+                 head_hidden_sizes=(), init: str = "default",
+                 name: str = "recurrent_policy_value"):
+        super().__init__(torso, core_size, PolicyValueHead(num_actions, head_hidden_sizes, init),
                          name=name)
 
 

@@ -17,10 +17,11 @@ TORSOS = ("auto", "mlp", "atari", "minatar")
 
 
 def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
-               compute_dtype: str = "float32") -> snt.Module:
+               compute_dtype: str = "float32", init: str = "default") -> snt.Module:
     """`kind` is "mlp", "atari", "minatar" or "auto": atari for [H, W, C] observations at
     least MIN_SIDE a side, minatar for smaller grids, mlp for the rest. `compute_dtype`
-    ("float32" or "bfloat16") is the Nature CNN's (the other torsos compute in float32)."""
+    ("float32" or "bfloat16") is the Nature CNN's (the other torsos compute in float32);
+    `init` its weights' initialiser (`components.networks.initializers`)."""
     shape = spec.observations.shape
     if kind not in TORSOS:
         raise ConfigError(f"--torso: must be one of {', '.join(TORSOS)}, got {kind!r}")
@@ -33,12 +34,12 @@ def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
         if len(shape) != 3 or min(shape[:2]) < 3:
             raise ConfigError(f"--torso: 'minatar' needs [H, W, C] observations with H, W >= 3, "
                               f"got shape {tuple(shape)}")
-        return MinAtarTorso()
+        return MinAtarTorso(init)
     if kind == "atari":
         if len(shape) != 3 or min(shape[:2]) < MIN_SIDE:
             raise ConfigError(
                 f"--torso: 'atari' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
                 f"got shape {tuple(shape)}"
             )
-        return AtariTorso(compute_dtype)
-    return MLPTorso(hidden_sizes)
+        return AtariTorso(compute_dtype, init)
+    return MLPTorso(hidden_sizes, init)

@@ -1,0 +1,62 @@
+"""The orthogonal initialisation of policy-value networks (A2C/PPO's gains)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from agentkit.config import ConfigError
+from agentkit.specs import make_environment_spec
+from agents.impala.config import IMPALAConfig
+from agents.impala.networks import make_networks
+from components.networks.initializers import check_init
+from tests import fakes
+
+
+def _networks():
+    spec = make_environment_spec(fakes.fake_atari())
+    tf.random.set_seed(0)
+    default = make_networks(spec, IMPALAConfig.atari(network_init="default"))["policy"]
+    orthogonal = make_networks(spec, IMPALAConfig.atari())["policy"]
+    return default, orthogonal
+
+
+def _by_name(network) -> list[tuple[str, np.ndarray]]:  # The three convolutions share a name.
+    return [(v.name, v.numpy()) for v in network.trainable_variables]
+
+
+def test_orthogonal_weights_have_the_gains_and_zero_biases():
+    _, network = _networks()
+    weights = [(name, w) for name, w in _by_name(network) if name.endswith("w:0")]
+    assert len(weights) == 6  # Three convolutions, the hidden layer, the policy, the value.
+    gains = {"policy/w:0": 0.01, "value/w:0": 1.0}
+    for name, w in weights:
+        gain = next((g for key, g in gains.items() if name.endswith(key)), np.sqrt(2.0))
+        flat = w.reshape(-1, w.shape[-1])  # Columns orthogonal, each of norm `gain`.
+        np.testing.assert_allclose(flat.T @ flat, gain ** 2 * np.eye(flat.shape[1]),
+                                   atol=1e-4 * max(1.0, gain ** 2), err_msg=name)
+    for name, b in _by_name(network):
+        if name.endswith("b:0"):
+            assert not b.any(), name
+
+
+def test_orthogonal_features_vary_across_frames_and_the_first_policy_is_near_uniform():
+    default, orthogonal = _networks()
+    frames = tf.constant(np.random.default_rng(0).integers(0, 255, (16, 84, 84, 4), np.uint8))
+
+    def feature_spread(network):  # The shared torso's features' std across the 16 frames.
+        return float(tf.reduce_mean(tf.math.reduce_std(network._layers[0](frames), axis=0)))
+
+    assert feature_spread(orthogonal) > 3 * feature_spread(default)  # 8x on Pong frames.
+    logits, _ = orthogonal(frames)
+    assert float(tf.reduce_max(tf.abs(logits))) < 0.1  # Gain 0.01: entropy near ln 6.
+
+
+def test_bad_inits_fail_in_one_line():
+    with pytest.raises(ValueError, match="init must be one of"):
+        check_init("xavier")
+    with pytest.raises(ConfigError, match="^--network_init: must be one of default, orthogonal"):
+        IMPALAConfig(network_init="xavier")
+    with pytest.raises(ConfigError, match="^--network_init: must be default unless shared_torso"):
+        IMPALAConfig(network_init="orthogonal", shared_torso=False)
