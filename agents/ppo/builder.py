@@ -56,6 +56,10 @@ class PPOBuilder(ActorLearnerBuilder):
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
         "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
         "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
+        # Atari: one actor of 8 games in ale-py's C++ threads (rounds of 8 x 128 steps, the
+        # PPO paper's), 5 evaluation games every 250k steps.
+        "atari": {"num_actors": 1, "num_envs_per_actor": 8, "atari_vector_env": True,
+                  "eval_every": 250_000, "eval_episodes": 5},
     }
 
     @classmethod
@@ -84,7 +88,8 @@ class PPOBuilder(ActorLearnerBuilder):
         c = self.config
         return {"policy": make_policy_value_network(
             spec, torso=c.torso, hidden_sizes=c.hidden_sizes,
-            head_hidden_size=c.head_hidden_size, shared_torso=c.shared_torso)}
+            head_hidden_size=c.head_hidden_size, shared_torso=c.shared_torso,
+            init=c.network_init)}
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         # A round puts at most one rollout per actor in the queue: twice that never blocks.

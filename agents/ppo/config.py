@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from agentkit.config import require, require_common_fields
+from components.networks.initializers import INITS
 from components.networks.torso import TORSOS
 
 
@@ -42,6 +43,8 @@ class PPOConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).
+    # Weights: Sonnet's "default" or "orthogonal" (A2C/PPO's gains; needs a shared torso).
+    network_init: str = "default"
 
     # Acting.
     evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
@@ -62,6 +65,10 @@ class PPOConfig:
         require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",
                 self.optimizer)
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
+        require(self.network_init in INITS, "network_init", "one of " + ", ".join(INITS),
+                self.network_init)
+        require(self.network_init == "default" or self.shared_torso, "network_init",
+                "default unless shared_torso", self.network_init)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.head_hidden_size >= 0, "head_hidden_size", ">= 0", self.head_hidden_size)
@@ -84,11 +91,13 @@ class PPOConfig:
     @classmethod
     def atari(cls, **overrides) -> PPOConfig:
         """The PPO paper's Atari settings (its Table 5, with baselines' 4 epochs): T = 128,
-        4 minibatches, lr 2.5e-4, clip 0.1, entropy 0.01, lambda 0.95, a shared Nature CNN."""
+        4 minibatches, lr 2.5e-4, clip 0.1, entropy 0.01, lambda 0.95, a shared Nature CNN
+        initialised as baselines' and CleanRL's (orthogonal, gains sqrt(2), 0.01, 1)."""
         values = dict(
             discount=0.99, gae_lambda=0.95, rollout_length=128, clip_epsilon=0.1,
             value_clip=0.1, entropy_cost=0.01, num_epochs=4, num_minibatches=4,
             learning_rate=2.5e-4, torso="atari", head_hidden_size=512, shared_torso=True,
+            network_init="orthogonal",
         )
         values.update(overrides)
         return cls(**values)
@@ -123,6 +132,7 @@ class A2CConfig(PPOConfig):
     @classmethod
     def atari(cls, **overrides) -> A2CConfig:
         """PAAC's / baselines' A2C Atari settings: T = 5, entropy 0.01, a shared Nature CNN."""
-        values = dict(entropy_cost=0.01, torso="atari", head_hidden_size=512, shared_torso=True)
+        values = dict(entropy_cost=0.01, torso="atari", head_hidden_size=512, shared_torso=True,
+                      network_init="orthogonal")
         values.update(overrides)
         return cls(**values)
