@@ -115,8 +115,8 @@ class IMPALAConfig:
         and unroll length given (0.5 at B T = 80: A2C's clip). At the paper's batch of 32,
         Pong's policy stayed uniform (entropy 1.78 of ln 6 = 1.79) through 1.1M agent steps:
         1,743 updates, where A2C has taken 14,000 by then; 4 unrolls a batch give 12,500
-        updates per million steps. The queue holds 32 unrolls, so an update's policy lags the
-        actors' by at most about 8 updates when the learner is the slower side."""
+        updates per million steps. The queue holds 32 unrolls (8 batches): on Pong the learner's
+        policy lagged the actors' by 10-14 updates (the queue plus the items in flight)."""
         batch_size = overrides.get("batch_size", 4)
         steps = batch_size * overrides.get("unroll_length", cls.unroll_length)
         values = dict(
