@@ -6,10 +6,11 @@ import sonnet as snt
 import tensorflow as tf
 
 from components.networks.initializers import hidden_init
+from components.networks.precision import COMPUTE_DTYPES, resolve_compute_dtype
 
 # The three valid-padding convolutions need at least this many pixels a side.
 MIN_SIDE = 36
-COMPUTE_DTYPES = ("float32", "bfloat16")
+__all__ = ["AtariTorso", "COMPUTE_DTYPES", "MIN_SIDE"]
 
 
 class AtariTorso(snt.Module):
@@ -19,15 +20,16 @@ class AtariTorso(snt.Module):
     weights (cast at each call; the optimizer keeps float32) and the features
     come back as float32: on CPUs with AVX-512 BF16 or AMX, oneDNN's bfloat16
     convolutions are about 1.8x its float32 ones (a DQN learner step about
-    1.5x, bench/learner.py --compute_dtype=bfloat16).
+    1.2x, bench/learner.py --compute_dtype=bfloat16). `"auto"` is bfloat16 on such
+    CPUs and float32 elsewhere (`components.networks.precision`); `compute_dtype`
+    holds the type chosen.
     """
 
     def __init__(self, compute_dtype: str = "float32", init: str = "default",
                  name: str = "atari_torso"):
         super().__init__(name=name)
-        if compute_dtype not in COMPUTE_DTYPES:
-            raise ValueError(f"compute_dtype must be one of {COMPUTE_DTYPES}, got {compute_dtype!r}")
-        self._dtype = tf.as_dtype(compute_dtype)
+        self.compute_dtype = resolve_compute_dtype(compute_dtype)
+        self._dtype = tf.as_dtype(self.compute_dtype)
         w_init = hidden_init(init)  # `init`: components.networks.initializers.INITS.
         self._convs = [
             snt.Conv2D(32, [8, 8], stride=[4, 4], padding="VALID", w_init=w_init),
