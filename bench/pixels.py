@@ -42,6 +42,12 @@ RUNS = {
     "rainbow-minatar-breakout": ("rainbow", "minatar:breakout", 1_000_000, 8.0, []),
     "ppo-minatar-breakout": ("ppo", "minatar:breakout", 1_000_000, 8.0, []),
     "impala-atari-pong": ("impala", "atari:Pong", 3_000_000, 18.0, []),
+    # A trial, not yet run: 16 unrolls a batch (two rollout items, so the queue's floor of
+    # 4 items is 2 batches and the lag a few updates, as Cleanba's and RLlib's are), epsilon
+    # and clip for 320 steps, the rate decayed to 0 over the 3M steps (9,375 updates).
+    "impala-atari-pong-b16": ("impala", "atari:Pong", 3_000_000, 18.0, [
+        "--batch_size=16", "--adam_epsilon=9.765625e-08", "--max_gradient_norm=0.125",
+        "--learning_rate_decay_steps=9375"]),
     # DQN: learner-bound (one update of 32 per 4 steps), so a Pong run spans sessions; a
     # rerun resumes it with its checkpointed replay.
     "dqn-atari-pong": ("dqn", "atari:Pong", 2_000_000, 18.0, []),
