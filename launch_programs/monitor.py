@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from agentkit.loggers.csv_logger import CSVLogger
+from components.replay.server import port_in_use
 
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 4096 / 2**20
 
@@ -127,6 +128,11 @@ class RunMonitor:
             return None
         try:
             if self._client is None:
+                # Not before the server listens: a refused first call puts gRPC's shared
+                # connection to this address in a 1 s backoff, and every client the nodes
+                # make then waits it out (the first actor's writer did: 1.2-1.5 s).
+                if not port_in_use(int(self._address.rsplit(":", 1)[1])):
+                    return None
                 import reverb
 
                 self._client = reverb.Client(self._address)

@@ -90,3 +90,25 @@ def test_no_replay_means_no_replay_columns(tmp_path):
     assert row.replay_items is None and row.insert_wait_fraction is None
     assert row.rss_mb > 0
     assert "replay_full_at_s" not in monitor.summary()["memory"]
+
+
+def test_a_monitor_started_before_the_replay_does_not_delay_its_clients(tmp_path):
+    """The command line starts the monitor before the launcher builds the replay. A refused
+    first call would put gRPC's shared connection to the address in a 1 s backoff, and the
+    nodes' first clients would wait it out (the first actor's writer did: 1.2-1.5 s)."""
+    from components.replay.server import pick_free_port
+
+    port = pick_free_port()
+    monitor = RunMonitor(str(tmp_path), time.time(), f"localhost:{port}")
+    early = monitor.sample()  # Nothing listens yet: no replay columns, and no connection.
+    assert early.replay_items is None
+    table = reverb.Table("t", reverb.selectors.Uniform(), reverb.selectors.Fifo(), 10,
+                         reverb.rate_limiters.MinSize(1))
+    server = reverb.Server([table], port=port)
+    try:
+        started = time.monotonic()
+        reverb.Client(f"localhost:{port}").server_info(timeout=5)
+        assert time.monotonic() - started < 0.5
+        assert monitor.sample().replay_max_items == 10  # Once it listens, the monitor reads it.
+    finally:
+        server.stop()
