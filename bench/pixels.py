@@ -51,9 +51,9 @@ RUNS = {
     # DQN: learner-bound (one update of 32 per 4 steps), so a Pong run spans sessions; a
     # rerun resumes it with its checkpointed replay.
     "dqn-atari-pong": ("dqn", "atari:Pong", 2_000_000, 18.0, []),
-    # The same with bfloat16 convolutions (1.2x the learner at batch 32 on a CPU with AMX,
-    # bench/learner.py --compute_dtype=bfloat16) and the checkpoints every 20 minutes (the
-    # replay's is about 2 GB at 1M steps): what one session of this machine can reach.
+    # The same with bfloat16 convolutions on any CPU (the preset's "auto" picks them where
+    # AMX or AVX-512 BF16 exist: 1.2x the learner at batch 32) and checkpoints every 20
+    # minutes (the replay's is about 2 GB at 1M steps): the 2026-12-02 run.
     "dqn-atari-pong-bf16": ("dqn", "atari:Pong", 2_000_000, 18.0,
                             ["--compute_dtype=bfloat16", "--checkpoint_every_s=1200"]),
     # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
