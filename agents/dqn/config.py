@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from agentkit.config import require, require_common_fields, require_replay_fields
-from components.networks.atari import COMPUTE_DTYPES
+from components.networks.precision import COMPUTE_DTYPES
 from components.networks.torso import TORSOS
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from agentkit.config import require, require_common_fields
-from components.networks.atari import COMPUTE_DTYPES
 from components.networks.initializers import INITS
+from components.networks.precision import COMPUTE_DTYPES
 from components.networks.torso import TORSOS
 
 

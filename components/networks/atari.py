@@ -6,11 +6,10 @@ import sonnet as snt
 import tensorflow as tf
 
 from components.networks.initializers import hidden_init
-from components.networks.precision import COMPUTE_DTYPES, resolve_compute_dtype
+from components.networks.precision import resolve_compute_dtype
 
 # The three valid-padding convolutions need at least this many pixels a side.
 MIN_SIDE = 36
-__all__ = ["AtariTorso", "COMPUTE_DTYPES", "MIN_SIDE"]
 
 
 class AtariTorso(snt.Module):
