@@ -25,11 +25,14 @@ import socket
 import sys
 import threading
 import time
+import uuid
+from collections import Counter
 from typing import Any
 
 from agentkit.config import require
 from agentkit.core import ADVERTISE_HOST_ENV
 from launch_programs.devices import configure_tensorflow
+from launch_programs.placement import ClusterNode, KindPlacement, parse_pins, plan_placement
 from launch_programs.program import (
     LaunchResult,
     NodeError,
@@ -64,14 +67,22 @@ class RayConfig:
     ray_address: str = ""  # "": start a local Ray on 127.0.0.1; else join it ("auto", "host:6379").
     cpus_per_actor: float = 1.0  # CPUs reserved for each actor node.
     learner_cpus: float = 1.0  # CPUs reserved for the learner node.
-    learner_gpus: float = 0.0  # GPUs for the learner node (where the cluster has them).
+    learner_gpus: float = 0.0  # GPUs for the learner node (it goes to a node that has them).
     max_restarts: int = 3  # Restarts of one node's process before the program fails.
+    # Node kinds pinned to cluster nodes, KIND:NODE[,KIND:NODE]; NODE is a custom resource of
+    # the node (survives the host's loss) or its Ray node id. Example: replay:head.
+    pin: str = ""
+    spread_actors: bool = True  # Actor nodes spread over the cluster's nodes (Ray's SPREAD).
 
     def __post_init__(self):
         require(self.cpus_per_actor >= 0, "cpus_per_actor", ">= 0", self.cpus_per_actor)
         require(self.learner_cpus >= 0, "learner_cpus", ">= 0", self.learner_cpus)
         require(self.learner_gpus >= 0, "learner_gpus", ">= 0", self.learner_gpus)
         require(self.max_restarts >= 0, "max_restarts", ">= 0", self.max_restarts)
+        self.pins()  # A malformed --pin fails here, before Ray starts.
+
+    def pins(self) -> dict[str, str]:
+        return parse_pins(self.pin)
 
     def node_resources(self) -> dict[str, NodeResources]:
         """The flags as a table by node kind. The learner keeps TensorFlow's
@@ -86,6 +97,18 @@ class RayConfig:
         """A node of a kind the table does not list (replay, counter, evaluator, any new
         one) reserves nothing: it runs wherever Ray has room."""
         return self.node_resources().get(kind, NodeResources())
+
+    def plan(self, kinds: Counter, nodes: list[ClusterNode]) -> dict[str, KindPlacement]:
+        """Each kind's placement on these live nodes; PlacementError (one line) if unmet."""
+        reservations = {kind: (r.cpus, r.gpus) for kind in kinds
+                        for r in [self.resources_for(kind)]}
+        return plan_placement(self.pins(), reservations, kinds, nodes, self.spread_actors,
+                              flags=RESERVATION_FLAGS)
+
+
+# The flag behind each kind's reservation ("kind_unit"), for placement errors.
+RESERVATION_FLAGS = {"actor_cpu": "cpus_per_actor", "learner_cpu": "learner_cpus",
+                     "learner_gpu": "learner_gpus"}
 
 
 class RayAddressError(ValueError):
@@ -143,13 +166,29 @@ class RemoteNode:
     """Stands for a node in another process: `node.method(*args)` runs it there.
 
     A call that meets a restarting node is retried until `timeout_s`, so a
-    node's clients ride out its restart.
+    node's clients ride out its restart. It travels to other nodes by its Ray
+    actor name, not by its handle, and looks the handle up where it lands: Ray
+    counts a handle among a constructor's arguments as an argument in the
+    object store, which it cannot promise to rebuild for a restart (and warns
+    about: ray-project/ray#53727).
     """
 
-    def __init__(self, name: str, handle: Any, timeout_s: float = 120.0):
+    def __init__(self, name: str, actor_name: str, handle: Any = None, timeout_s: float = 120.0):
         self.name = name
+        self._actor_name = actor_name
         self._handle = handle
         self._timeout_s = timeout_s
+
+    def __getstate__(self) -> dict:
+        return {"name": self.name, "_actor_name": self._actor_name, "_handle": None,
+                "_timeout_s": self._timeout_s}
+
+    def _resolve(self) -> Any:
+        if self._handle is None:
+            import ray
+
+            self._handle = ray.get_actor(self._actor_name)
+        return self._handle
 
     def __getattr__(self, method: str):
         if method.startswith("_"):
@@ -161,7 +200,7 @@ class RemoteNode:
             deadline = time.monotonic() + self._timeout_s
             while True:
                 try:
-                    return ray.get(self._handle.call.remote(method, *args, **kwargs))
+                    return ray.get(self._resolve().call.remote(method, *args, **kwargs))
                 except ray.exceptions.RayActorError:
                     if time.monotonic() > deadline:
                         raise
@@ -192,6 +231,12 @@ class NodeProcess:
 
     def ready(self) -> int:
         return os.getpid()
+
+    def node_id(self) -> str:
+        """The Ray node (raylet) this process runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     def has_run(self) -> bool:
         return callable(getattr(self._object, "run", None))
@@ -231,7 +276,7 @@ def _exit_on_sigterm(signum, frame):
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
-def _loopback_only(ray) -> None:
+def loopback_only(ray) -> None:
     """Makes a local Ray listen on 127.0.0.1 only.
 
     On Linux, Ray 2.x replaces 127.0.0.1 with the machine's reachable address
@@ -320,7 +365,7 @@ class RayLauncher:
         if self._config.ray_address:
             self._join_ray(ray)
         else:
-            _loopback_only(ray)
+            loopback_only(ray)
             # Node processes import what this process can (packages, fakes in tests).
             paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
             os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -348,15 +393,19 @@ class RayLauncher:
 
         remote_class = ray.remote(NodeProcess)
         on_cluster = bool(self._config.ray_address)
+        kinds = Counter(node.kind for node in self._program.nodes.values())
+        plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
+        run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster's namespace.
         for node in self._program.nodes.values():
             args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
             resources = self._config.resources_for(node.kind)
+            actor_name = f"{self._program.name}-{run_id}-{node.name}"
             handle = remote_class.options(
-                name=None, max_restarts=self._config.max_restarts, max_concurrency=16,
-                **resources.ray_options(),
+                name=actor_name, max_restarts=self._config.max_restarts, max_concurrency=16,
+                **resources.ray_options(), **plan[node.kind].ray_options(),
             ).remote(node.name, node.constructor, args, kwargs, on_cluster, resources.tf_threads)
             self._handles[node.name] = handle
-            self.objects[node.name] = RemoteNode(node.name, handle)
+            self.objects[node.name] = RemoteNode(node.name, actor_name, handle)
         # Constructors run at once; a node waits in its constructor for the
         # earlier nodes it calls. Wait for all, naming the first that fails.
         deadline = time.monotonic() + self._startup_timeout_s
@@ -368,6 +417,12 @@ class RayLauncher:
                 raise NodeError(name, e, str(e)) from None
         pids = ", ".join(f"{name}={pid}" for name, pid in self._pids.items())
         print(f"[ray] nodes up: {pids}", flush=True)
+
+    def node_location(self, name: str) -> str:
+        """The Ray node id that a node's process runs on."""
+        import ray
+
+        return ray.get(self._handles[name].node_id.remote())
 
     def node_pid(self, name: str) -> int:
         """The process id of a node (for fault-injection tests and debugging)."""

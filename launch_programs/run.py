@@ -437,6 +437,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
 
     from agentkit.config import as_dict
     from launch_programs.agent_program import make_agent_program
+    from launch_programs.placement import PlacementError
     from launch_programs.program import LaunchResult
     from launch_programs.ray_launcher import RayAddressError, RayLauncher
     from launch_programs.run_dir import describe_changes, restarts_of_all_lives
@@ -495,7 +496,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             result = launcher.launch()
         except KeyboardInterrupt:  # The signal came before the launcher could catch it.
             result = LaunchResult("interrupted", {})
-        except RayAddressError as e:
+        except (RayAddressError, PlacementError) as e:  # Before any node process started.
             print(f"error: {e}", file=sys.stderr)
             return 2
         finally:
@@ -512,11 +513,14 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             except ValueError as e:  # A checkpoint that cannot be written (a full disk).
                 print(f"error: {e}", file=sys.stderr)
                 counts = counter.get_counts()
+        replay_tables = _replay_tables(result)  # Before close(): under ray it is a call.
     finally:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
     extra = {"network": _network_status(run), "preset": run.preset, **monitor.summary()}
+    if replay_tables:
+        extra["replay"] = replay_tables
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -554,6 +558,18 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         print(f"error: {_one_line(result.error)}", file=sys.stderr)
         return 1
     return signals.exit_code if result.status == "interrupted" else 0
+
+
+def _replay_tables(result) -> dict | None:
+    """Each replay table's size, inserts and samples at the end of this life (None when the
+    replay cannot tell): the inserts set against the counter's actor steps show what was lost."""
+    replay = result.objects.get("replay")
+    if replay is None or (result.error is not None and result.error.node == "replay"):
+        return None  # A replay lost for good would keep a remote call retrying for minutes.
+    try:
+        return replay.info()
+    except Exception:  # noqa: BLE001 - a replay that died with the run: the summary goes on.
+        return None
 
 
 def _make_monitor(reader, start: float, program, program_config):

@@ -265,6 +265,16 @@ def _check_plot(args: list[str]) -> None:
             raise DocCommandError(f"launch_programs.plot: {flag}: not one of {sorted(plot.X_AXES)}")
 
 
+def _check_local_cluster(args: list[str]) -> None:
+    """The local cluster's flags parse."""
+    from launch_programs.local_cluster import make_parser
+
+    try:
+        make_parser().parse_args(args)
+    except SystemExit:
+        raise DocCommandError(f"launch_programs.local_cluster {' '.join(args)}: bad flags") from None
+
+
 def check_command(line: str) -> None:
     """Raises DocCommandError unless `line` would run as written from the repository root."""
     words = shlex.split(line, comments=True)
@@ -284,6 +294,8 @@ def check_command(line: str) -> None:
             return _check_run(args[2:], env)
         if args[:2] == ["-m", "launch_programs.plot"]:
             return _check_plot(args[2:])
+        if args[:2] == ["-m", "launch_programs.local_cluster"]:
+            return _check_local_cluster(args[2:])
         if args[:2] == ["-m", "pytest"]:
             return _check_paths(args[2:], "pytest")
         if args and args[0].endswith(".py"):

@@ -8,6 +8,7 @@ use fake handles and start no Ray.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -21,9 +22,11 @@ from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.counter_node import read_saved_counts
+from launch_programs.placement import PlacementError
 from launch_programs.program import Program
 from launch_programs.ray_launcher import NodeResources, RayConfig, RayLauncher
 from tests import fakes
+from tests.launch_programs.ray_processes import ray_processes as _ray_processes
 
 ray = pytest.importorskip("ray")
 
@@ -32,12 +35,6 @@ CONFIG = DQNConfig(
     samples_per_insert=2.0, n_step=1, discount=0.9, epsilon_decay_steps=500,
     variable_update_period=50,
 )
-
-
-def _ray_processes() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()
-            if any(k in line for k in ("raylet", "gcs_server", "ray::"))]
 
 
 def _listening_sockets() -> list[tuple[str, int, int]]:
@@ -250,6 +247,9 @@ class _FakeActorClass:
 
     def __init__(self):
         self.created: dict[str, tuple] = {}
+        self.placed: dict[str, dict] = {}
+        self.actor_names: dict[str, str] = {}
+        self.arguments: dict[str, tuple] = {}
         self._options: dict = {}
 
     def options(self, **ray_options):
@@ -258,6 +258,10 @@ class _FakeActorClass:
 
     def remote(self, name, constructor, args, kwargs, on_cluster, tf_threads):
         self.created[name] = (self._options["num_cpus"], self._options["num_gpus"], tf_threads)
+        self.placed[name] = {k: v for k, v in self._options.items()
+                             if k in ("resources", "scheduling_strategy")}
+        self.actor_names[name] = self._options["name"]
+        self.arguments[name] = (args, kwargs)
         return _FakeHandle([], name)
 
 
@@ -266,9 +270,27 @@ def test_ray_launcher_reserves_resources_by_node_kind(monkeypatch):
     actor_class = _FakeActorClass()
     monkeypatch.setattr(ray, "remote", lambda cls: actor_class)
     monkeypatch.setattr(ray, "get", lambda ref, timeout=None: 1)
-    config = RayConfig(cpus_per_actor=2.0, learner_cpus=3.0, learner_gpus=1.0)
+    monkeypatch.setattr(ray, "nodes", lambda: [
+        {"NodeID": "a" * 56, "Alive": True, "Resources": {"CPU": 8.0, "GPU": 1.0, "disk": 1.0}}])
+    config = RayConfig(cpus_per_actor=2.0, learner_cpus=3.0, learner_gpus=1.0, pin="store:disk")
     RayLauncher(_fake_program(), config)._build()
     assert actor_class.created == {  # (CPUs, GPUs, TensorFlow threads)
         "store": (0, 0, 0), "clock": (0, 0, 0), "trainer": (3.0, 1.0, 0),
         "worker_0": (2.0, 0, 2), "worker_1": (2.0, 0, 2), "judge": (0, 0, 0),
     }
+    assert actor_class.placed == {  # The pin and the spread actors; Ray's default elsewhere.
+        "store": {"resources": {"disk": 0.001}}, "clock": {}, "trainer": {},
+        "worker_0": {"scheduling_strategy": "SPREAD"},
+        "worker_1": {"scheduling_strategy": "SPREAD"}, "judge": {},
+    }
+    names = actor_class.actor_names
+    assert len(set(names.values())) == 6 and all(n.startswith("fake-") for n in names.values())
+    # A node reaches another by its actor name: the handle stays out of the arguments.
+    (store,), _ = actor_class.arguments["clock"]
+    state = pickle.loads(pickle.dumps(store)).__dict__
+    assert state["_handle"] is None and state["_actor_name"] == names["store"]
+    # A placement the cluster cannot meet fails before any node process is created.
+    actor_class.created.clear()
+    with pytest.raises(PlacementError, match="--learner_gpus=2: no node has 2 GPUs"):
+        RayLauncher(_fake_program(), RayConfig(learner_gpus=2.0))._build()
+    assert actor_class.created == {}

@@ -1,0 +1,146 @@
+"""A Ray cluster of several nodes on this machine: a head and workers, each its own raylet.
+
+For tests, benchmarks, and rehearsing a cluster run on a laptop before a real
+one. Every node listens on 127.0.0.1 only, and each carries a custom resource
+named after it (`head`, `worker_1`, ...), so that `--pin=replay:head` works
+here as it would on hosts started with `ray start --resources`. Losing a host
+is `kill(name)`: its raylet, object store and every worker process on it die
+at once, without a graceful stop; `add(name)` brings a host (back) into the
+cluster.
+
+    python -m launch_programs.local_cluster --workers=2 --cpus_per_node=2
+
+prints the address for `--launch=ray --ray_address=...` and holds the
+cluster until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+OBJECT_STORE_BYTES = 200 * 1024 * 1024  # Per node: the programs here move small objects.
+
+
+class LocalCluster:
+    """A head node and `workers` worker nodes, started by `start()`, removed by `shutdown()`."""
+
+    def __init__(self, workers: int = 2, cpus_per_node: float = 2.0, head_cpus: float | None = None):
+        if workers < 0:
+            raise ValueError(f"workers must be >= 0, got {workers}")
+        self._workers = workers
+        self._cpus = cpus_per_node
+        self._head_cpus = cpus_per_node if head_cpus is None else head_cpus
+        self._cluster: Any = None
+        self.nodes: dict[str, Any] = {}  # Name -> ray._private.node.Node, live ones only.
+
+    @property
+    def address(self) -> str:
+        """The head's GCS address, for `ray.init(address=...)` and `--ray_address`."""
+        return self._cluster.address
+
+    def start(self) -> LocalCluster:
+        import ray
+        from ray.cluster_utils import Cluster
+
+        from launch_programs.ray_launcher import loopback_only
+
+        loopback_only(ray)
+        # Worker processes import what this process can (the packages, test fakes).
+        paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        self._cluster = Cluster(initialize_head=True,
+                                head_node_args=self._node_args("head", self._head_cpus))
+        self.nodes["head"] = self._cluster.head_node
+        for i in range(1, self._workers + 1):
+            self.add(f"worker_{i}")
+        self._cluster.wait_for_nodes()
+        return self
+
+    def _node_args(self, name: str, cpus: float) -> dict:
+        return dict(num_cpus=cpus, num_gpus=0, node_ip_address=LOOPBACK, resources={name: 1.0},
+                    include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES)
+
+    def add(self, name: str, cpus: float | None = None) -> Any:
+        """Starts a worker node called `name` (its custom resource too) and waits for it."""
+        if name in self.nodes:
+            raise ValueError(f"node {name} is already up")
+        node = self._cluster.add_node(**self._node_args(name, self._cpus if cpus is None else cpus))
+        self.nodes[name] = node
+        return node
+
+    def node_id(self, name: str) -> str:
+        return self.nodes[name].node_id
+
+    def name_of(self, node_id: str) -> str:
+        """The name of the live node with this Ray node id."""
+        for name, node in self.nodes.items():
+            if node.node_id == node_id:
+                return name
+        raise KeyError(node_id)
+
+    def kill(self, name: str) -> None:
+        """Loses a worker host: SIGKILL to its raylet, object store and workers, no grace."""
+        if name == "head":
+            raise ValueError("the head holds the cluster's GCS: kill a worker node")
+        node = self.nodes.pop(name)
+        self._cluster.remove_node(node, allow_graceful=False)
+
+    def shutdown(self) -> None:
+        if self._cluster is not None:
+            self._cluster.shutdown()
+            self._cluster = None
+            self.nodes.clear()
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m launch_programs.local_cluster",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2, help="worker nodes besides the head")
+    parser.add_argument("--cpus_per_node", type=float, default=2.0,
+                        help="logical CPUs each node offers (Ray's reservations, not cores)")
+    parser.add_argument("--head_cpus", type=float, default=None,
+                        help="the head's logical CPUs (default: --cpus_per_node)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.workers < 0:
+        parser.error(f"--workers: must be >= 0, got {args.workers}")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    cluster = LocalCluster(args.workers, args.cpus_per_node, args.head_cpus)
+    start = time.time()
+    try:
+        cluster.start()
+        names = ", ".join(cluster.nodes)
+        print(f"[cluster] {len(cluster.nodes)} nodes up in {time.time() - start:.1f} s ({names}); "
+              f"join with --launch=ray --ray_address={cluster.address}; Ctrl-C stops it",
+              flush=True)
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.shutdown()
+        print("[cluster] stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
