@@ -2,12 +2,16 @@
 
 The learner is idle (its table's minimum size is never reached), so this
 measures what actor processes and the replay service sustain together. For
-each actor count it starts a fresh local Ray, records the seconds from Ray's
-start to the first item in the table, lets the actors warm up, then counts
-environment steps over a fixed window. Prints one line per configuration and
-writes bench/results/scaling.json with the ratio of each to one actor.
+each actor count it starts a fresh local Ray (or, with `--nodes=N`, runs on
+one multi-node cluster built on this machine: a head holding the replay,
+counter and learner, and N worker nodes over which the actors spread), records
+the seconds from the launch to the first item in the table, lets the actors
+warm up, then counts environment steps over a fixed window. Prints one line
+per configuration and writes bench/results/scaling.json (scaling_cluster.json
+with --nodes) with the ratio of each to one actor.
 
     python bench/scaling.py --actors=1,2 --window_s=20
+    python bench/scaling.py --actors=1,2,4 --nodes=2
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ from launch_programs.run import _environment_factory  # noqa: E402
 NEVER = 10**9  # A minimum table size no run reaches: the learner never samples.
 
 
+ON_HEAD = "replay:head,counter:head,learner:head"  # With --nodes: only actors on the workers.
+
+
 def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
-            window_s: float) -> dict:
+            window_s: float, cluster=None) -> dict:
     import functools
 
     factory = functools.partial(_environment_factory, env)
@@ -43,7 +50,11 @@ def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
                                    max_actor_steps=NEVER, eval_episodes=0, print_every_s=0)
     logdir = tempfile.mkdtemp(prefix="bench-scaling-")
     program = make_agent_program(DQNBuilder(config), factory, spec, program_config, logdir)
-    launcher = RayLauncher(program, RayConfig(cpus_per_actor=1.0, learner_cpus=0.0))
+    ray_config = RayConfig(cpus_per_actor=1.0, learner_cpus=0.0)
+    if cluster is not None:
+        ray_config = RayConfig(ray_address=cluster.address, cpus_per_actor=1.0, learner_cpus=0.0,
+                               pin=ON_HEAD)
+    launcher = RayLauncher(program, ray_config)
     result: dict = {"num_actors": num_actors, "envs_per_actor": envs_per_actor}
 
     def observe():
@@ -61,6 +72,10 @@ def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
             time.sleep(window_s)
             t1, s1 = time.time(), counter.get_counts()["actor_steps"]
             result["actor_steps_per_s"] = round((s1 - s0) / (t1 - t0), 1)
+            if cluster is not None:  # Which node each actor ran on.
+                result["actor_nodes"] = sorted(
+                    cluster.name_of(launcher.node_location(f"actor_{i}"))
+                    for i in range(num_actors))
         finally:
             launcher.request_stop()
 
@@ -83,22 +98,44 @@ def main(argv=None) -> int:
     parser.add_argument("--envs_per_actor", type=int, default=4)
     parser.add_argument("--warmup_s", type=float, default=5.0)
     parser.add_argument("--window_s", type=float, default=20.0)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                      "scaling.json"))
+    parser.add_argument("--nodes", type=int, default=0,
+                        help="0: a local Ray per count; N: a cluster of a head and N worker "
+                             "nodes on this machine (launch_programs.local_cluster)")
+    parser.add_argument("--out", default=None,
+                        help="default: bench/results/scaling.json (scaling_cluster.json with "
+                             "--nodes)")
     args = parser.parse_args(argv)
+    if args.nodes < 0:
+        parser.error(f"--nodes: must be >= 0, got {args.nodes}")
+    name = "scaling_cluster.json" if args.nodes else "scaling.json"
+    args.out = args.out or os.path.join(os.path.dirname(__file__), "results", name)
     counts = [int(x) for x in args.actors.split(",")]
+    cluster = None
+    if args.nodes:
+        from launch_programs.local_cluster import LocalCluster
+
+        per_node = -(-max(counts) // args.nodes)  # Room for every actor, one CPU each.
+        cluster = LocalCluster(workers=args.nodes, cpus_per_node=per_node, head_cpus=0).start()
     runs = []
-    for n in counts:
-        run = measure(args.env, n, args.envs_per_actor, args.warmup_s, args.window_s)
-        runs.append(run)
-        print(f"[scaling] actors={n} steps/s={run.get('actor_steps_per_s')} "
-              f"start_to_first_item_s={run.get('start_to_first_item_s')}", flush=True)
+    try:
+        for n in counts:
+            run = measure(args.env, n, args.envs_per_actor, args.warmup_s, args.window_s,
+                          cluster)
+            runs.append(run)
+            print(f"[scaling] actors={n} steps/s={run.get('actor_steps_per_s')} "
+                  f"start_to_first_item_s={run.get('start_to_first_item_s')} "
+                  f"nodes={run.get('actor_nodes', 'local')}", flush=True)
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
     base = next((r.get("actor_steps_per_s") for r in runs if r["num_actors"] == 1), None)
     for run in runs:
         if base and run.get("actor_steps_per_s"):
             run["ratio_to_one_actor"] = round(run["actor_steps_per_s"] / base, 3)
     report = {
         "benchmark": "scaling", "launch": "ray", "env": args.env,
+        "cluster": (f"head (replay, counter, learner) + {args.nodes} worker nodes on this machine"
+                    if args.nodes else "local Ray, one node"),
         "envs_per_actor": args.envs_per_actor, "warmup_s": args.warmup_s,
         "window_s": args.window_s, "cpus": os.cpu_count(), "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d"), "runs": runs,
