@@ -7,6 +7,18 @@ growth, and autograph's rules for library code (`components.autograph_rules`).
 
 from __future__ import annotations
 
+import os
+
+
+def tensorflow_environment(threads: int = 0) -> None:
+    """The settings TensorFlow reads from the environment when it starts its thread pools and
+    GPUs (thread budget, GPU memory growth), for a process that has not imported it yet and
+    may never need it: setting them costs no import."""
+    if threads > 0:
+        os.environ["TF_NUM_INTRAOP_THREADS"] = str(threads)
+        os.environ["TF_NUM_INTEROP_THREADS"] = str(threads)
+    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+
 
 def configure_tensorflow(threads: int = 0) -> None:
     """A thread budget (0: TensorFlow's default), GPU memory growth, autograph's rules.

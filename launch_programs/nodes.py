@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +115,7 @@ class LearnerNode:
             logger=run.logger("learner", LEARNER_KEYS, step_key="learner_steps"),
         )
         self._checkpointer = None
+        self.first_step_time: float | None = None  # time.time() after its first step here.
         self.restored_step = 0  # The learner step its checkpoint held (0: started fresh).
         if run.logdir:
             self._checkpointer = Checkpointer(
@@ -128,6 +130,10 @@ class LearnerNode:
     def get_restored_step(self) -> int:
         return self.restored_step
 
+    def get_first_step_time(self) -> float | None:
+        """When this process finished its first learner step (None: not yet)."""
+        return self.first_step_time
+
     def get_variables(self, names):
         return self._learner.get_variables(names)
 
@@ -139,6 +145,8 @@ class LearnerNode:
         try:
             while not self._stop.is_set():
                 self._learner.step()
+                if self.first_step_time is None:
+                    self.first_step_time = time.time()
                 if self._checkpointer is not None:
                     self._checkpointer.maybe_save()
         except StopIteration:

@@ -31,7 +31,7 @@ from typing import Any
 
 from agentkit.config import require
 from agentkit.core import ADVERTISE_HOST_ENV
-from launch_programs.devices import configure_tensorflow
+from launch_programs.devices import configure_tensorflow, tensorflow_environment
 from launch_programs.placement import ClusterNode, KindPlacement, parse_pins, plan_placement
 from launch_programs.program import (
     LaunchResult,
@@ -223,7 +223,13 @@ class NodeProcess:
         self._name = name
         if on_cluster:
             os.environ[ADVERTISE_HOST_ENV] = ray.util.get_node_ip_address()
-        configure_tensorflow(tf_threads)
+        # Ray has unpickled the arguments. A node whose constructor and arguments brought in
+        # TensorFlow gets its settings before the first op; one without (the counter) is not
+        # made to import it (3 s of CPU that the other nodes' start-up waits for on 2 cores),
+        # and the environment carries the settings should it import TensorFlow later.
+        tensorflow_environment(tf_threads)
+        if "tensorflow" in sys.modules:
+            configure_tensorflow(tf_threads)
         self._object = constructor(*args, **kwargs)
 
     def __repr__(self) -> str:  # Ray prefixes the node's output with this.
@@ -312,6 +318,7 @@ class RayLauncher:
         self._pings: dict[Any, str] = {}
         self._next_ping: dict[str, float] = {}
         self._ping_every_s = 1.0
+        self.timings: dict[str, float] = {}  # Phase -> time.time() it ended (start-up figures).
 
     def request_stop(self) -> None:
         """Asks a running `launch()` (in another thread) to stop the program."""
@@ -455,7 +462,9 @@ class RayLauncher:
             self._start_ray()
             import ray
 
+            self.timings["ray_up"] = time.time()
             self._build()
+            self.timings["nodes_up"] = time.time()
             for name, handle in self._handles.items():
                 if ray.get(handle.has_run.remote()):
                     self._start_run(name)

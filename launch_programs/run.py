@@ -21,6 +21,8 @@ from typing import Any
 
 from launch_programs.flag_help import field_comments, flag_help
 
+COMMAND_START = time.time()  # The start-up figures in summary.json count from here.
+
 LAUNCHERS = ("threads", "ray")
 # The target return reported in summary.json as `first_reached`, where known.
 THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0, "gym:Pendulum-v1": -250.0}
@@ -514,6 +516,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
                 print(f"error: {e}", file=sys.stderr)
                 counts = counter.get_counts()
         replay_tables = _replay_tables(result)  # Before close(): under ray it is a call.
+        startup = _startup(launcher, result)
     finally:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
@@ -521,6 +524,8 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     extra = {"network": _network_status(run), "preset": run.preset, **monitor.summary()}
     if replay_tables:
         extra["replay"] = replay_tables
+    if startup:
+        extra["startup"] = startup
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -558,6 +563,21 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         print(f"error: {_one_line(result.error)}", file=sys.stderr)
         return 1
     return signals.exit_code if result.status == "interrupted" else 0
+
+
+def _startup(launcher, result) -> dict[str, float]:
+    """Seconds from the command's start to each start-up phase of this life that happened:
+    Ray up (ray), every node built, the learner's first step."""
+    times = dict(getattr(launcher, "timings", {}))
+    learner = result.objects.get("learner")
+    if learner is not None and not (result.error is not None and result.error.node == "learner"):
+        try:
+            first = learner.get_first_step_time()
+        except Exception:  # noqa: BLE001 - a learner gone with the run: no figure.
+            first = None
+        if first is not None:
+            times["first_learner_step"] = first
+    return {f"{phase}_s": round(t - COMMAND_START, 2) for phase, t in times.items()}
 
 
 def _replay_tables(result) -> dict | None:

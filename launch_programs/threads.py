@@ -34,6 +34,7 @@ class ThreadsLauncher:
         self._threads: dict[str, threading.Thread] = {}
         self._errors: list[NodeError] = []
         self._lock = threading.Lock()
+        self.timings: dict[str, float] = {}  # Phase -> time.time() it ended (start-up figures).
 
     def _build(self) -> None:
         for node in self._program.nodes.values():
@@ -68,6 +69,7 @@ class ThreadsLauncher:
         status = "completed"
         try:
             self._build()
+            self.timings["nodes_up"] = time.time()
             for name, obj in self.objects.items():
                 if callable(getattr(obj, "run", None)):
                     thread = threading.Thread(

@@ -12,6 +12,7 @@ import pickle
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -294,3 +295,32 @@ def test_ray_launcher_reserves_resources_by_node_kind(monkeypatch):
     with pytest.raises(PlacementError, match="--learner_gpus=2: no node has 2 GPUs"):
         RayLauncher(_fake_program(), RayConfig(learner_gpus=2.0))._build()
     assert actor_class.created == {}
+
+
+_NODE_PROCESS_SNIPPET = """
+import os, sys
+{preload}
+from launch_programs.counter_node import CounterNode
+from launch_programs.ray_launcher import NodeProcess
+NodeProcess("counter", CounterNode, (), {{}}, False, 1)
+threads = None
+if "tensorflow" in sys.modules:
+    import tensorflow as tf
+    threads = tf.config.threading.get_intra_op_parallelism_threads()
+print("tensorflow" in sys.modules, os.environ.get("TF_NUM_INTRAOP_THREADS"), threads)
+"""
+
+
+@pytest.mark.parametrize("preload, expected", [
+    ("", "False 1 None"),  # The counter needs no TensorFlow: none is imported for it.
+    ("import tensorflow", "True 1 1"),  # Loaded by the arguments: configured before any op.
+])
+def test_a_node_process_imports_tensorflow_only_when_its_node_does(preload, expected):
+    """Importing TensorFlow costs a node process about 3 s of CPU, which the other nodes'
+    start-up waits for on 2 cores; its thread budget still reaches TensorFlow either way."""
+    code = _NODE_PROCESS_SNIPPET.format(preload=preload)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == expected
