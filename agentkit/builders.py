@@ -12,8 +12,12 @@ keyword, inside whichever node needs each part, in this process or another:
                                           every node with what it recorded)
     replay      at construction           make_replay_tables
     learner     at construction           make_networks, make_dataset_iterator, make_learner
+    inference   at construction           central_inference_problem (when the graph is
+    (central)                             made), make_networks, make_policy (actor 0 of 1),
+                                          make_actor(adders=None) for its weights
     actor_i     at construction           make_networks, make_batched_adder or make_adder
                                           (one per environment), make_policy, make_actor
+                                          (central: a stand-in policy, no variable source)
     evaluator   at construction           make_networks, make_policy(evaluation=True),
                                           make_actor(adders=None)
 
@@ -81,6 +85,14 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
         `num_envs_per_actor` environments); it raises ConfigError, naming the flag, for a
         layout it cannot run. The default accepts any layout."""
         del num_actors, num_envs_per_actor, env_groups
+
+    def central_inference_problem(self) -> str | None:
+        """Why this agent cannot act through a policy that another node holds and batches
+        over many actors (central inference), or None when it can. Its actors then get
+        `make_actor(policy=<a stand-in with the policy's calling convention>,
+        variable_source=None)`: an actor that needs weights of its own (for priorities) or
+        waits on the learner each round cannot."""
+        return None
 
     @abc.abstractmethod
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:

@@ -1,9 +1,11 @@
 """The one generic function that turns any agent's builder into a program.
 
 Nodes: `replay` (Reverb server with the builder's tables), `counter`,
-`learner`, `actor_0..N-1` (each a batched actor over K environments) and
-`evaluator`. The builder (`agentkit.builders.ActorLearnerBuilder`) supplies
-every part; this module only wires them, by keyword.
+`learner`, with `inference=central` an `inference` node (the behaviour policy,
+answering every actor's observations in batches), `actor_0..N-1` (each a
+batched actor over K environments) and `evaluator`. The builder
+(`agentkit.builders.ActorLearnerBuilder`) supplies every part; this module only
+wires them, by keyword.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from agentkit.builders import ActorLearnerBuilder
+from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec
 from components.replay import pick_free_port
 from launch_programs import nodes
 from launch_programs.counter_node import CounterNode
+from launch_programs.inference import InferenceNode
 from launch_programs.program import Program
 from launch_programs.program_config import ProgramConfig
 
@@ -72,12 +76,24 @@ def make_agent_program(
         "learner", "learner", nodes.LearnerNode, builder=builder, spec=spec, replay=replay,
         counter=counter, run=run, checkpoint_every_s=config.checkpoint_every_s)
     acting = nodes.ActingConfig.from_program_config(config)
+    inference = None
+    if config.inference == "central":
+        problem = builder.central_inference_problem()
+        if problem:
+            raise ConfigError(f"--inference=central: {problem}")
+        rows = config.inference_batch_size or (
+            config.num_actors * config.num_envs_per_actor // config.env_groups)
+        inference = program.add_node(
+            "inference", "inference", InferenceNode, builder=builder, spec=spec,
+            variable_source=learner, counter=counter, seed=config.seed, batch_size=rows,
+            deadline_ms=config.inference_deadline_ms)
     for i in range(config.num_actors):
         program.add_node(
             f"actor_{i}", "actor", nodes.ActorNode, builder=builder,
             environment_factory=environment_factory, spec=spec, actor_id=i, replay=replay,
             variable_source=learner, counter=counter, run=run, acting=acting,
-            batched_environment_factory=batched_environment_factory, ends_program=True)
+            batched_environment_factory=batched_environment_factory, inference=inference,
+            ends_program=True)
     if config.eval_episodes > 0:
         program.add_node(
             "evaluator", "evaluator", nodes.EvaluatorNode, builder=builder,

@@ -27,6 +27,7 @@ from agentkit.loggers import make_logger
 from agentkit.specs import EnvironmentSpec
 from components.environments import BatchedEnvironment
 from components.replay import ReplayServer
+from launch_programs.inference import RemotePolicy
 
 EnvironmentFactory = Callable[..., Any]  # (seed, evaluation) -> dm_env.Environment
 # (seeds, evaluation) -> a batched environment with one environment per seed.
@@ -183,6 +184,7 @@ class ActorNode:
         run: RunContext,
         acting: ActingConfig,
         batched_environment_factory: BatchedEnvironmentFactory | None = None,
+        inference=None,
     ):
         networks = builder.make_networks(spec=spec)
         # The loop counts at every episode end; batching the calls keeps a
@@ -200,20 +202,28 @@ class ActorNode:
             self._adders = [builder.make_adder(replay_client=client, spec=spec)
                             for _ in range(acting.num_envs)]
             group_adders = [self._adders[g * size:(g + 1) * size] for g in range(groups)]
-        policy = builder.make_policy(networks=networks, spec=spec,
-                                     seed=run.seed * 7919 + actor_id, actor_id=actor_id,
-                                     num_actors=acting.num_actors)
-        # A resumed run (or a rebuilt actor): a behaviour policy with a schedule (epsilon)
-        # goes on from this actor's share of the steps taken so far, not from its start.
-        start_at = getattr(policy, "start_at", None)
-        if start_at is not None and counter is not None:
-            before = int(counter.get_counts().get("actor_steps", 0))
-            if before:
-                start_at(before // acting.num_actors)
+        if inference is not None:
+            # Central inference: each group acts through the inference node, which holds the
+            # behaviour policy and its weights; this node fetches none.
+            policies = [RemotePolicy(inference, f"actor_{actor_id}.{g}") for g in range(groups)]
+            variable_source = None
+        else:
+            policy = builder.make_policy(networks=networks, spec=spec,
+                                         seed=run.seed * 7919 + actor_id, actor_id=actor_id,
+                                         num_actors=acting.num_actors)
+            # A resumed run (or a rebuilt actor): a behaviour policy with a schedule (epsilon)
+            # goes on from this actor's share of the steps taken so far, not from its start.
+            start_at = getattr(policy, "start_at", None)
+            if start_at is not None and counter is not None:
+                before = int(counter.get_counts().get("actor_steps", 0))
+                if before:
+                    start_at(before // acting.num_actors)
+            policies = [policy] * groups
         # With alternating groups each group has its own actor (adders, recurrent
         # states) over the same networks and policy; the first one's variable
         # client updates the networks for all.
-        actors = [builder.make_actor(policy=policy, networks=networks, adders=group_adders[g],
+        actors = [builder.make_actor(policy=policies[g], networks=networks,
+                                     adders=group_adders[g],
                                      variable_source=variable_source if g == 0 else None)
                   for g in range(groups)]
         self._actors = actors

@@ -25,6 +25,11 @@ class ProgramConfig:
     checkpoint_every_s: float = 300.0  # Learner (and replay) checkpoint period.
     checkpoint_replay: bool = False  # Also checkpoint the Reverb tables (<logdir>/checkpoints/replay).
     replay_port: int | None = None  # None picks a free port (once: a restarted replay keeps it).
+    # local: each actor runs its policy; central: an inference node answers every actor's
+    # observations in batches (SEED RL, GA3C) and the actors only step environments.
+    inference: str = "local"
+    inference_batch_size: int = 0  # Rows a central batch waits for (0: every actor's group).
+    inference_deadline_ms: float = 2.0  # The longest a central batch waits for more rows.
 
     def __post_init__(self):
         require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
@@ -41,3 +46,9 @@ class ProgramConfig:
         require(self.checkpoint_every_s > 0, "checkpoint_every_s", "> 0", self.checkpoint_every_s)
         require(self.replay_port is None or 0 <= self.replay_port < 65536, "replay_port",
                 "a port number", self.replay_port)
+        require(self.inference in ("local", "central"), "inference", "local or central",
+                self.inference)
+        require(self.inference_batch_size >= 0, "inference_batch_size", ">= 0",
+                self.inference_batch_size)
+        require(self.inference_deadline_ms >= 0, "inference_deadline_ms", ">= 0",
+                self.inference_deadline_ms)

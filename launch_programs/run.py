@@ -517,6 +517,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
                 counts = counter.get_counts()
         replay_tables = _replay_tables(result)  # Before close(): under ray it is a call.
         startup = _startup(launcher, result)
+        inference = _node_stats(result, "inference")
     finally:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
@@ -526,6 +527,8 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         extra["replay"] = replay_tables
     if startup:
         extra["startup"] = startup
+    if inference:
+        extra["inference"] = inference
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
     if signals.received is not None:
@@ -578,6 +581,17 @@ def _startup(launcher, result) -> dict[str, float]:
         if first is not None:
             times["first_learner_step"] = first
     return {f"{phase}_s": round(t - COMMAND_START, 2) for phase, t in times.items()}
+
+
+def _node_stats(result, name: str) -> dict | None:
+    """A node's `stats()` at the end of this life (None when it has none or is gone)."""
+    node = result.objects.get(name)
+    if node is None or (result.error is not None and result.error.node == name):
+        return None
+    try:
+        return node.stats()
+    except Exception:  # noqa: BLE001 - a node gone with the run: the summary goes on.
+        return None
 
 
 def _replay_tables(result) -> dict | None:

@@ -58,6 +58,12 @@ class DQNBuilder(NStepTransitionReplay):
     def program_preset(cls, env: str) -> dict[str, Any]:
         return family_program_preset(cls.program_presets, env)
 
+    def central_inference_problem(self) -> str | None:
+        if self._defer_items:
+            return ("actors give new items their |TD| with weights of their own (Ape-X); "
+                    "add --actor_priorities=false")
+        return None
+
     @property
     def _defer_items(self) -> bool:
         """Ape-X: the actor writes its items with their |TD| as priorities."""

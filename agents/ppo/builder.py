@@ -38,6 +38,10 @@ class PPOBuilder(ActorLearnerBuilder):
     config_class = PPOConfig
     table_name = "rollout_queue"
 
+    def central_inference_problem(self) -> str | None:
+        return ("PPO's actors wait for the learner's new weights before each rollout (zero "
+                "policy lag); an inference node shared by all actors has no such rounds")
+
     def __init__(self, config: PPOConfig):
         super().__init__(config)
         # The layout the program acts in (configure_acting); one actor of one environment

@@ -1,0 +1,173 @@
+"""Central inference: an inference node answers every actor's observations in batches.
+
+With a fixed greedy policy (the learner never steps) on seeded fake environments, the
+adders must see the same streams as with local inference, for a feed-forward agent
+(DQN) and a recurrent one (R2D2, whose core states the inference node keeps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tree
+
+from agentkit.config import ConfigError
+from agentkit.specs import make_environment_spec
+from agents.dqn import DQNBuilder, DQNConfig
+from agents.ppo import PPOBuilder, PPOConfig
+from agents.r2d2 import R2D2Builder, R2D2Config
+from launch_programs.agent_program import ProgramConfig, make_agent_program
+from launch_programs.inference import InferenceNode, RemotePolicy
+from launch_programs.threads import ThreadsLauncher
+from tests import fakes
+
+NEVER = 10**6  # A minimum replay size no test reaches: the weights stay the initial ones.
+DQN = DQNConfig(hidden_sizes=(16,), head_hidden_size=16, min_replay_size=NEVER,
+                max_replay_size=NEVER, epsilon_init=0.0, epsilon_final=0.0,
+                actor_priorities=False, variable_update_period=10)
+R2D2 = R2D2Config(sequence_length=8, period=4, burn_in=0, hidden_sizes=(16,), lstm_size=8,
+                  head_hidden_size=16, min_replay_size=NEVER, max_replay_size=NEVER,
+                  epsilon_base=1e-9, variable_update_period=10)
+
+
+def _recording(builder_class):
+    """The builder with every adder recording what it is given, one stream per adder."""
+
+    class Recording(builder_class):
+        def __init__(self, config):
+            super().__init__(config)
+            self.streams: list[list] = []
+
+        def _record(self, adder):
+            if adder is None:
+                return None
+            stream: list = []
+            self.streams.append(stream)
+            add_first, add = adder.add_first, adder.add
+
+            def record_first(timestep):
+                stream.append(("first", np.array(timestep.observation)))
+                add_first(timestep)
+
+            def record(action, timestep, *extras):
+                stream.append(("step", np.array(action), np.array(timestep.observation),
+                               tree.map_structure(np.array, extras)))
+                add(action, timestep, *extras)
+
+            adder.add_first, adder.add = record_first, record
+            return adder
+
+        def make_adder(self, **kwargs):
+            return self._record(super().make_adder(**kwargs))
+
+        def make_batched_adder(self, **kwargs):
+            return self._record(super().make_batched_adder(**kwargs))
+
+    return Recording
+
+
+def _run(builder, inference: str, steps: int = 400, deadline_ms: float = 50.0):
+    spec = make_environment_spec(fakes.match_the_sign())
+    config = ProgramConfig(num_actors=2, num_envs_per_actor=4, max_actor_steps=steps,
+                           eval_episodes=0, print_every_s=0, inference=inference,
+                           inference_deadline_ms=deadline_ms)
+    program = make_agent_program(builder, fakes.match_the_sign, spec, config)
+    result = ThreadsLauncher(program).launch()
+    assert result.status == "completed", result.error and result.error.formatted
+    return result
+
+
+def _by_first_observation(streams):
+    return {stream[0][1].tobytes(): stream for stream in streams if stream}
+
+
+def _assert_same_streams(local, central, min_steps):
+    local, central = _by_first_observation(local), _by_first_observation(central)
+    assert set(local) == set(central) and len(local) >= 2  # The same environments, each once.
+    compared = 0
+    for key, stream in local.items():
+        other = central[key]
+        n = min(len(stream), len(other))  # The budget ends each actor at its own moment.
+        assert n >= min_steps
+        for a, b in zip(stream[:n], other[:n]):
+            assert a[0] == b[0]
+            # Actions and observations exactly; the core states to float rounding (a batch
+            # of 8 rows and one of 4 round the LSTM's products differently, by about 1e-7).
+            tree.map_structure(np.testing.assert_array_equal, a[1:3], b[1:3])
+            tree.map_structure(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5,
+                                                                       atol=1e-6), a[3:], b[3:])
+        compared += n
+    return compared
+
+
+@pytest.mark.parametrize("builder_class, config", [(DQNBuilder, DQN), (R2D2Builder, R2D2)],
+                         ids=["dqn", "r2d2"])
+def test_central_inference_gives_the_adders_the_same_streams(builder_class, config):
+    local_builder = _recording(builder_class)(config)
+    _run(local_builder, "local")
+    central_builder = _recording(builder_class)(config)
+    result = _run(central_builder, "central")
+    compared = _assert_same_streams(local_builder.streams, central_builder.streams, 20)
+    assert compared >= 100
+    stats = result.objects["inference"].stats()
+    assert stats["rows"] >= 400 and stats["requests"] > stats["calls"]  # Batched across actors.
+    assert stats["rows_per_call"] > 4.5  # More than one actor's 4 rows a call, on average.
+    if builder_class is R2D2Builder:
+        # The node keeps the core states: only episode starts' rows travel to it (episodes
+        # are 10 steps), and the actions' core states come back for the adders' items.
+        assert 0 < stats["state_rows_received"] < stats["rows"] / 4
+        steps = [entry for stream in central_builder.streams for entry in stream
+                 if entry[0] == "step"]
+        assert all("core_state" in entry[3][0] for entry in steps)
+    else:
+        assert stats["state_rows_received"] == 0
+
+
+def test_the_inference_node_answers_each_caller_its_own_rows():
+    """Three callers at once: one policy call, each caller gets the rows of its observation."""
+    import threading
+
+    builder = DQNBuilder(DQN)
+    spec = make_environment_spec(fakes.match_the_sign())
+    networks = builder.make_networks(spec=spec)
+    node = InferenceNode(builder=builder, spec=spec, variable_source=_Weights(networks),
+                         batch_size=6, deadline_ms=2_000)
+    server = threading.Thread(target=node.run, daemon=True)
+    server.start()
+    local = builder.make_policy(networks=networks, spec=spec)  # Same weights, greedy.
+    observations = [np.random.default_rng(i).uniform(-1, 1, (2, 2)).astype(np.float32)
+                    for i in range(3)]
+    answers: dict[int, np.ndarray] = {}
+    callers = [threading.Thread(target=lambda i=i: answers.__setitem__(
+        i, RemotePolicy(node, f"c{i}")(observations[i]))) for i in range(3)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(10)
+    node.stop()
+    server.join(5)
+    assert node.stats()["calls"] == 1 and node.stats()["rows"] == 6
+    for i in range(3):
+        np.testing.assert_array_equal(answers[i], np.asarray(local(observations[i])))
+
+
+class _Weights:
+    """A variable source serving a network's current values (the learner's role)."""
+
+    def __init__(self, networks):
+        self._networks = networks
+
+    def get_variables(self, names):
+        return [[v.numpy() for v in self._networks[name].variables] for name in names]
+
+
+@pytest.mark.parametrize("builder, words", [
+    (DQNBuilder(DQNConfig()), "--inference=central: actors give new items their |TD|"),
+    (PPOBuilder(PPOConfig()), "--inference=central: PPO's actors wait for the learner"),
+])
+def test_an_agent_that_cannot_act_centrally_fails_in_one_line(builder, words):
+    spec = make_environment_spec(fakes.match_the_sign())
+    config = ProgramConfig(num_actors=2, num_envs_per_actor=4, inference="central")
+    with pytest.raises(ConfigError) as e:
+        make_agent_program(builder, fakes.match_the_sign, spec, config)
+    assert str(e.value).startswith(words) and "\n" not in str(e.value)
