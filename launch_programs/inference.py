@@ -227,8 +227,18 @@ class RemotePolicy:
         self._inference = inference
         self._key = f"{name or 'actor'}-{uuid.uuid4().hex[:8]}"
         self._last_state = None  # Recurrent: the state last handed to the actor.
+        self.calls = 0
+        self.seconds = 0.0  # In calls, as the actor sees them (transport included).
 
     def __call__(self, observation: Any, state: Any = None) -> Any:
+        start = time.monotonic()
+        try:
+            return self._call(observation, state)
+        finally:
+            self.calls += 1
+            self.seconds += time.monotonic() - start
+
+    def _call(self, observation: Any, state: Any) -> Any:
         if state is None:
             return self._inference.infer(self._key, observation)
         state = tree.map_structure(np.asarray, state)

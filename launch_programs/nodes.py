@@ -219,6 +219,7 @@ class ActorNode:
                 if before:
                     start_at(before // acting.num_actors)
             policies = [policy] * groups
+        self._policies = policies
         # With alternating groups each group has its own actor (adders, recurrent
         # states) over the same networks and policy; the first one's variable
         # client updates the networks for all.
@@ -250,6 +251,15 @@ class ActorNode:
         self._actor_counter.increment(failed_episodes=1)
         print(f"[actor_{self._actor_id}] environment {index} raised "
               f"{type(error).__name__}: {error}; reset, episode counted as failed", flush=True)
+
+    def policy_calls(self) -> dict[str, float]:
+        """Central inference: this actor's requests and their mean latency as it saw them
+        (transport included); {} with local inference."""
+        remote = [p for p in self._policies if isinstance(p, RemotePolicy)]
+        calls = sum(p.calls for p in remote)
+        if not calls:
+            return {}
+        return {"calls": calls, "mean_latency_ms": 1000 * sum(p.seconds for p in remote) / calls}
 
     def items_written(self) -> int:
         """Replay items this actor's adders wrote."""

@@ -7,6 +7,7 @@ use fake handles and start no Ray.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import re
@@ -324,3 +325,35 @@ def test_a_node_process_imports_tensorflow_only_when_its_node_does(preload, expe
                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == expected
+
+
+def test_central_inference_under_ray_moves_every_step_and_batches(tmp_path):
+    """The inference node is a process of its own: the actors' requests reach it as Ray
+    calls, it answers them in batches, and every step the actors took reaches the table."""
+    assert not _ray_processes(), "another Ray instance is running"
+    config = dataclasses.replace(CONFIG, actor_priorities=False)
+    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=1500,
+                                   eval_episodes=0, print_every_s=0, inference="central",
+                                   inference_deadline_ms=20.0)
+    spec = make_environment_spec(fakes.match_the_sign())
+    program = make_agent_program(DQNBuilder(config), fakes.match_the_sign, spec,
+                                 program_config, str(tmp_path))
+    launcher = RayLauncher(program, RayConfig(cpus_per_actor=0.5, learner_cpus=0.5))
+    try:
+        result = launcher.launch()
+        assert result.status == "completed", result.error and result.error.formatted
+        counts = result.objects["counter"].get_counts()
+        info = result.objects["replay"].info()[DQNBuilder.table_name]
+        stats = result.objects["inference"].stats()
+        seen = [result.objects[f"actor_{i}"].policy_calls() for i in range(2)]
+        pids = {launcher.node_pid(name) for name in ("inference", "actor_0", "actor_1")}
+    finally:
+        launcher.close()
+    assert len(pids) == 3  # The inference node in a process of its own.
+    assert counts["actor_steps"] == info["num_inserts"] >= 1500
+    assert stats["rows"] >= counts["actor_steps"]  # Every step's action came from the node.
+    assert stats["requests"] == sum(s["calls"] for s in seen)
+    assert stats["rows_per_call"] > 2.0  # Both actors' rows in a call, on average.
+    assert all(s["mean_latency_ms"] > 0 for s in seen)
+    time.sleep(1.0)
+    assert not _ray_processes()
