@@ -37,7 +37,7 @@ NETWORKS = {"mlp": ("gym:CartPole-v1", {}), "atari": ("atari:Pong", {"torso": "a
 
 
 def measure(network: str, num_actors: int, envs: int, inference: str, warmup_s: float,
-            window_s: float) -> dict:
+            window_s: float, deadline_ms: float = 2.0) -> dict:
     env, fields = NETWORKS[network]
     factory = functools.partial(_environment_factory, env)
     spec = make_environment_spec(factory(seed=0, evaluation=False))
@@ -45,12 +45,14 @@ def measure(network: str, num_actors: int, envs: int, inference: str, warmup_s: 
                        **fields)
     program_config = ProgramConfig(num_actors=num_actors, num_envs_per_actor=envs,
                                    max_actor_steps=NEVER, eval_episodes=0, print_every_s=0,
-                                   inference=inference)
+                                   inference=inference, inference_deadline_ms=deadline_ms)
     logdir = tempfile.mkdtemp(prefix="bench-inference-")
     program = make_agent_program(DQNBuilder(config), factory, spec, program_config, logdir)
     launcher = RayLauncher(program, RayConfig(cpus_per_actor=1.0, learner_cpus=0.0))
     result: dict = {"network": network, "env": env, "num_actors": num_actors,
                     "envs_per_actor": envs, "inference": inference}
+    if inference == "central":
+        result["deadline_ms"] = deadline_ms
 
     def observe():
         try:
@@ -97,6 +99,8 @@ def main(argv=None) -> int:
     parser.add_argument("--layouts", default="2x8,4x4", help="actors x environments per actor")
     parser.add_argument("--warmup_s", type=float, default=5.0)
     parser.add_argument("--window_s", type=float, default=20.0)
+    parser.add_argument("--deadline_ms", type=float, default=2.0,
+                        help="--inference_deadline_ms of the central runs")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "inference.json"))
     args = parser.parse_args(argv)
@@ -113,7 +117,8 @@ def main(argv=None) -> int:
         for actors, envs in layouts:
             pair = {}
             for inference in ("local", "central"):
-                run = measure(network, actors, envs, inference, args.warmup_s, args.window_s)
+                run = measure(network, actors, envs, inference, args.warmup_s, args.window_s,
+                              args.deadline_ms)
                 pair[inference] = run
                 runs.append(run)
                 print("[inference] " + " ".join(f"{k}={v}" for k, v in run.items()), flush=True)
