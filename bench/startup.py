@@ -1,7 +1,7 @@
 """Seconds from the command to the learner's first step, per launcher.
 
 Runs `python -m launch_programs.run --agent=dqn --env=gym:CartPole-v1
---launch=L` (the CartPole preset, 2 actors, a short budget) `--repeats`
+--launch=L` (the CartPole preset with its evaluator, 2 actors, a short budget) `--repeats`
 times per launcher, one run at a time, and reads from each run's
 summary.json `startup`: the seconds from the command's start to Ray being up,
 to every node built and to the learner's first step. Prints one line per run
@@ -30,7 +30,7 @@ def measure(launch: str, max_actor_steps: int) -> dict:
     logdir = tempfile.mkdtemp(prefix=f"bench-startup-{launch}-")
     command = [sys.executable, "-m", "launch_programs.run", "--agent=dqn",
                "--env=gym:CartPole-v1", f"--launch={launch}", "--num_actors=2",
-               f"--max_actor_steps={max_actor_steps}", "--eval_episodes=0",
+               f"--max_actor_steps={max_actor_steps}",
                f"--logdir={logdir}", "--print_every_s=0"]
     start = time.time()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)

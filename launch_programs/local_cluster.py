@@ -49,9 +49,10 @@ class LocalCluster:
         import ray
         from ray.cluster_utils import Cluster
 
-        from launch_programs.ray_launcher import loopback_only
+        from launch_programs.ray_launcher import loopback_only, quiet_token_auth_notice
 
         loopback_only(ray)
+        quiet_token_auth_notice()
         # Worker processes import what this process can (the packages, test fakes).
         paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))

@@ -282,6 +282,16 @@ def _exit_on_sigterm(signum, frame):
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
+def quiet_token_auth_notice() -> None:
+    """Ray 2.60 turns token authentication on for a new local instance (good: its ports run
+    code for whoever reaches them) and says so in a WARNING line on every run. The
+    authentication stays; only that logger's warnings are muted. Errors still show."""
+    import logging
+
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+        logging.ERROR)
+
+
 def loopback_only(ray) -> None:
     """Makes a local Ray listen on 127.0.0.1 only.
 
@@ -373,6 +383,7 @@ class RayLauncher:
             self._join_ray(ray)
         else:
             loopback_only(ray)
+            quiet_token_auth_notice()
             # Node processes import what this process can (packages, fakes in tests).
             paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
             os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -390,6 +401,7 @@ class RayLauncher:
         for name, value in CONNECT_TIMEOUTS.items():
             os.environ.setdefault(name, value)
         address = self._config.ray_address
+        quiet_token_auth_notice()
         try:
             ray.init(address=address, log_to_driver=True)
         except ConnectionError as e:

@@ -76,7 +76,7 @@ def _launcher(tmp_path, max_actor_steps, **program_kwargs):
     return RayLauncher(program, RayConfig(cpus_per_actor=0.5, learner_cpus=0.5))
 
 
-def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
+def test_two_actor_program_runs_and_leaves_no_process(tmp_path, capfd):
     assert not _ray_processes(), "another Ray instance is running"
     launcher = _launcher(tmp_path, max_actor_steps=2000)
     seen = {}
@@ -123,6 +123,8 @@ def test_two_actor_program_runs_and_leaves_no_process(tmp_path):
     assert {"wall_time_s", "actor_steps", "learner_steps", "episode_return"} <= set(rows[0])
     assert read_csv(str(tmp_path / "learner.csv"))
     assert launcher.restarts == {}
+    # A healthy run prints no warning of Ray's (token authentication stays on, chosen).
+    assert "WARNING" not in capfd.readouterr().err
     time.sleep(1.0)
     assert not _ray_processes()
     assert elapsed < 60
