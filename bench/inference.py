@@ -56,7 +56,7 @@ def measure(network: str, num_actors: int, envs: int, inference: str, warmup_s: 
 
     def observe():
         try:
-            while "counter" not in launcher.objects or not launcher._pids:
+            while "counter" not in launcher.objects:
                 time.sleep(0.05)
             counter = launcher.objects["counter"]
             while counter.get_counts().get("actor_steps", 0) == 0:
@@ -79,7 +79,8 @@ def measure(network: str, num_actors: int, envs: int, inference: str, warmup_s: 
             if node is not None:
                 now = node.stats()
                 made = now["calls"] - node_before["calls"]
-                result["rows_per_call"] = round((now["rows"] - node_before["rows"]) / made, 2)
+                if made:
+                    result["rows_per_call"] = round((now["rows"] - node_before["rows"]) / made, 2)
         finally:
             launcher.request_stop()
 

@@ -1,8 +1,11 @@
 """TensorFlow's process-wide settings, applied on purpose before a process's first op.
 
 The command line calls `configure_tensorflow` in its own process, and the
-ray launcher in every node process it starts: thread budgets, GPU memory
-growth, and autograph's rules for library code (`components.autograph_rules`).
+ray launcher in every node process it starts whose node has TensorFlow loaded
+(thread budgets, GPU memory growth, autograph's rules for library code:
+`components.autograph_rules`). A node process without it (the counter) gets
+the thread budget and memory growth through `tensorflow_environment`, and the
+autograph rules if its constructor imports TensorFlow after all.
 """
 
 from __future__ import annotations

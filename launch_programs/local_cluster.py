@@ -49,20 +49,26 @@ class LocalCluster:
         import ray
         from ray.cluster_utils import Cluster
 
-        from launch_programs.ray_launcher import loopback_only, quiet_token_auth_notice
+        from launch_programs.ray_launcher import (
+            loopback_only,
+            quiet_token_auth_notice,
+            share_import_path,
+        )
 
         loopback_only(ray)
         quiet_token_auth_notice()
-        # Worker processes import what this process can (the packages, test fakes).
-        paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        share_import_path()
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         self._cluster = Cluster(initialize_head=True,
                                 head_node_args=self._node_args("head", self._head_cpus))
         self.nodes["head"] = self._cluster.head_node
-        for i in range(1, self._workers + 1):
-            self.add(f"worker_{i}")
-        self._cluster.wait_for_nodes()
+        try:
+            for i in range(1, self._workers + 1):
+                self.add(f"worker_{i}")
+            self._cluster.wait_for_nodes()
+        except BaseException:  # A node that did not come up: none of the others stays.
+            self.shutdown()
+            raise
         return self
 
     def _node_args(self, name: str, cpus: float) -> dict:

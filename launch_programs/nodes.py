@@ -28,6 +28,7 @@ from agentkit.specs import EnvironmentSpec
 from components.environments import BatchedEnvironment
 from components.replay import ReplayServer
 from launch_programs.inference import RemotePolicy
+from launch_programs.schedules import resume_schedule
 
 EnvironmentFactory = Callable[..., Any]  # (seed, evaluation) -> dm_env.Environment
 # (seeds, evaluation) -> a batched environment with one environment per seed.
@@ -213,11 +214,7 @@ class ActorNode:
                                          num_actors=acting.num_actors)
             # A resumed run (or a rebuilt actor): a behaviour policy with a schedule (epsilon)
             # goes on from this actor's share of the steps taken so far, not from its start.
-            start_at = getattr(policy, "start_at", None)
-            if start_at is not None and counter is not None:
-                before = int(counter.get_counts().get("actor_steps", 0))
-                if before:
-                    start_at(before // acting.num_actors)
+            resume_schedule(policy, counter, share=acting.num_actors)
             policies = [policy] * groups
         self._policies = policies
         # With alternating groups each group has its own actor (adders, recurrent

@@ -135,6 +135,14 @@ def plan_placement(
                 units = unit if amount == 1 else f"{unit}s"
                 raise PlacementError(f"--{flag}={_fmt(amount)}: no node{where} has {_fmt(amount)} "
                                      f"{units} for one {kind} node ({unit}s per node: {per_node})")
+        if target and cpus:  # Every node of a pinned kind must fit on its eligible nodes.
+            have_cpus = sum(n.cpus for n in eligible)
+            if cpus * kinds[kind] > have_cpus + 1e-9:
+                flag = flags.get(f"{kind}_cpu", f"{kind} CPUs")
+                raise PlacementError(
+                    f"--pin={kind}:{target}: {kinds[kind]} {kind} nodes x --{flag}={_fmt(cpus)} "
+                    f"need {_fmt(cpus * kinds[kind])} CPUs; the nodes with {target} have "
+                    f"{_fmt(have_cpus)}")
         plan[kind] = placement
     for unit, index, have in (("CPU", 0, ClusterNode.cpus), ("GPU", 1, ClusterNode.gpus)):
         needed = sum(reservations.get(k, (0.0, 0.0))[index] * n for k, n in kinds.items())

@@ -228,9 +228,14 @@ class NodeProcess:
         # made to import it (3 s of CPU that the other nodes' start-up waits for on 2 cores),
         # and the environment carries the settings should it import TensorFlow later.
         tensorflow_environment(tf_threads)
-        if "tensorflow" in sys.modules:
+        configured = "tensorflow" in sys.modules
+        if configured:
             configure_tensorflow(tf_threads)
         self._object = constructor(*args, **kwargs)
+        if not configured and "tensorflow" in sys.modules:  # The constructor imported it.
+            from components.autograph_rules import skip_autograph_for
+
+            skip_autograph_for()
 
     def __repr__(self) -> str:  # Ray prefixes the node's output with this.
         return getattr(self, "_name", "node")
@@ -280,6 +285,13 @@ def _exit_on_sigterm(signum, frame):
 
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def share_import_path() -> None:
+    """Puts this directory on PYTHONPATH, which the processes Ray starts here inherit: node
+    processes then import what this process can (the packages, test fakes)."""
+    paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
 
 
 def quiet_token_auth_notice() -> None:
@@ -384,9 +396,7 @@ class RayLauncher:
         else:
             loopback_only(ray)
             quiet_token_auth_notice()
-            # Node processes import what this process can (packages, fakes in tests).
-            paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-            os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+            share_import_path()
             needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
             ray.init(num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
                      include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True)
@@ -415,12 +425,16 @@ class RayLauncher:
         kinds = Counter(node.kind for node in self._program.nodes.values())
         plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
         run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster's namespace.
+        # Calls a node serves at once: its run() and every caller that may wait in it (an
+        # inference node holds one call per actor group while it gathers a batch).
+        threads_per_node = max(16, 2 * kinds.get("actor", 0) + 4)
         for node in self._program.nodes.values():
             args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
             resources = self._config.resources_for(node.kind)
             actor_name = f"{self._program.name}-{run_id}-{node.name}"
             handle = remote_class.options(
-                name=actor_name, max_restarts=self._config.max_restarts, max_concurrency=16,
+                name=actor_name, max_restarts=self._config.max_restarts,
+                max_concurrency=threads_per_node,
                 **resources.ray_options(), **plan[node.kind].ray_options(),
             ).remote(node.name, node.constructor, args, kwargs, on_cluster, resources.tf_threads)
             self._handles[node.name] = handle

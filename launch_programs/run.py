@@ -306,6 +306,9 @@ def prepare(run: RunSpec):
                                  env_groups=program.env_groups)
     except ConfigError as e:
         raise UsageError(str(e)) from None  # It names the flag (and the agent).
+    problem = builder.central_inference_problem() if program.inference == "central" else None
+    if problem:
+        raise UsageError(f"--inference=central: {problem}")
     try:
         builder.make_networks(spec=spec)
     except (ConfigError, ValueError) as e:

@@ -164,10 +164,11 @@ class IMPALABuilder(ActorLearnerBuilder):
         adders: Sequence[Adder] | BatchedAdder | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
-        client = make_variable_client(
-            variable_source,
-            {"policy": networks["policy"].variables, "policy_version": [policy.version]},
-            self.config.variable_update_period)
+        variables = {"policy": networks["policy"].variables}
+        if variable_source is not None:  # Central inference: no source, and a stand-in policy.
+            variables["policy_version"] = [policy.version]
+        client = make_variable_client(variable_source, variables,
+                                      self.config.variable_update_period)
         if self.config.lstm_size:
             return BatchedRecurrentActor(policy, networks["policy"].initial_state, adders, client)
         return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)

@@ -7,6 +7,8 @@ adders must see the same streams as with local inference, for a feed-forward age
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import tree
@@ -66,12 +68,13 @@ def _recording(builder_class):
     return Recording
 
 
-def _run(builder, inference: str, steps: int = 400, deadline_ms: float = 50.0):
-    spec = make_environment_spec(fakes.match_the_sign())
+def _run(builder, inference: str, steps: int = 400, deadline_ms: float = 50.0,
+         environment=fakes.match_the_sign):
+    spec = make_environment_spec(environment())
     config = ProgramConfig(num_actors=2, num_envs_per_actor=4, max_actor_steps=steps,
                            eval_episodes=0, print_every_s=0, inference=inference,
                            inference_deadline_ms=deadline_ms)
-    program = make_agent_program(builder, fakes.match_the_sign, spec, config)
+    program = make_agent_program(builder, environment, spec, config)
     result = ThreadsLauncher(program).launch()
     assert result.status == "completed", result.error and result.error.formatted
     return result
@@ -171,3 +174,115 @@ def test_an_agent_that_cannot_act_centrally_fails_in_one_line(builder, words):
     with pytest.raises(ConfigError) as e:
         make_agent_program(builder, fakes.match_the_sign, spec, config)
     assert str(e.value).startswith(words) and "\n" not in str(e.value)
+
+
+def _serving(builder, batch_size=1, deadline_ms=1.0):
+    """An inference node on its own thread, over fresh networks (weights from themselves)."""
+    import threading
+
+    spec = make_environment_spec(fakes.match_the_sign())
+    networks = builder.make_networks(spec=spec)
+    node = InferenceNode(builder=builder, spec=spec, variable_source=_Weights(networks),
+                         batch_size=batch_size, deadline_ms=deadline_ms)
+    server = threading.Thread(target=node.run, daemon=True)
+    server.start()
+    return node, server, networks, spec
+
+
+def test_a_recurrent_caller_whose_states_the_node_lost_sends_them_again():
+    """A restarted inference node (its states gone), or a retried call that had already run:
+    the caller sends every row again and gets the answer it would have got."""
+    builder = R2D2Builder(R2D2)
+    node, server, networks, spec = _serving(builder)
+    policy = builder.make_policy(networks=networks, spec=spec, actor_id=0, num_actors=1)
+    remote = RemotePolicy(node, "r")
+    observation = np.random.default_rng(0).uniform(-1, 1, (3, 2)).astype(np.float32)
+    state = tree.map_structure(np.asarray, networks["q"].initial_state(3))
+    try:
+        first = remote(observation, state)
+        received = node.stats()["state_rows_received"]
+        node._states.clear()  # As after a restart of the node.
+        second = remote(observation, first[2])
+        assert node.stats()["state_rows_received"] == received + 3  # Every row, sent again.
+        remote._step -= 2  # As a retried call: the node holds a later step than the caller's.
+        third = remote(observation, second[2])
+    finally:
+        node.stop()
+        server.join(5)
+    expected = state
+    for got in (first, second, third):
+        actions, _, expected = policy(observation, expected)
+        np.testing.assert_array_equal(got[0], np.asarray(actions))
+        tree.map_structure(lambda x, y: np.testing.assert_allclose(x, np.asarray(y), rtol=1e-5,
+                                                                   atol=1e-6), got[2], expected)
+
+
+def test_callers_of_a_stopped_or_failed_node_are_answered_not_left_waiting():
+    import threading
+
+    # Stopped while a request waits for a batch that would never fill: it is answered.
+    node, server, _, _ = _serving(DQNBuilder(DQN), batch_size=1000, deadline_ms=60_000)
+    outcome: list = []
+    caller = threading.Thread(target=lambda: _call_into(node, outcome), daemon=True)
+    caller.start()
+    time.sleep(0.3)
+    node.stop()
+    caller.join(5)
+    server.join(5)
+    assert not caller.is_alive() and not server.is_alive()
+    assert len(outcome) == 1 and np.asarray(outcome[0]).shape == (2,)  # Its two actions.
+    with pytest.raises(RuntimeError, match="the inference node failed"):  # None taken after.
+        node.infer("late", np.zeros((1, 2), np.float32))
+    # A node whose weights never come (the learner gone): its waiting callers get the error.
+    spec = make_environment_spec(fakes.match_the_sign())
+    broken = InferenceNode(builder=DQNBuilder(DQN), spec=spec, variable_source=_NoWeights())
+    outcome.clear()
+    caller = threading.Thread(target=lambda: _call_into(broken, outcome), daemon=True)
+    caller.start()
+    time.sleep(0.3)
+    with pytest.raises(ConnectionError):
+        broken.run()
+    caller.join(5)
+    assert not caller.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], ConnectionError)
+
+
+class _NoWeights:
+    def get_variables(self, names):
+        time.sleep(0.5)
+        raise ConnectionError("the learner is gone")
+
+
+def _call_into(node, outcome):
+    try:
+        outcome.append(RemotePolicy(node, "c")(np.zeros((2, 2), np.float32)))
+    except Exception as e:  # noqa: BLE001 - what the caller got is the test's subject.
+        outcome.append(e)
+
+
+@pytest.mark.parametrize("agent, fields, environment", [
+    ("impala", {"batch_size": 2, "unroll_length": 5}, fakes.match_the_sign),
+    ("appo", {"batch_size": 2, "unroll_length": 5}, fakes.match_the_sign),
+    ("rainbow", {"batch_size": 16, "min_replay_size": 64}, fakes.match_the_sign),
+    ("d4pg", {"batch_size": 16, "min_replay_size": 64}, fakes.match_the_value),
+])
+def test_the_other_agents_act_through_the_inference_node(agent, fields, environment):
+    from launch_programs.registry import get_agent
+
+    builder_class = get_agent(agent)
+    builder = builder_class(builder_class.config_class(**fields))
+    result = _run(builder, "central", steps=300, deadline_ms=5.0, environment=environment)
+    stats = result.objects["inference"].stats()
+    assert result.objects["counter"].get_counts()["actor_steps"] >= 300
+    assert stats["rows"] >= 300 and stats["calls"] > 0
+
+
+def test_the_command_line_refuses_an_agent_that_cannot_act_centrally(tmp_path, capsys):
+    from launch_programs import run
+
+    code = run.main(["--agent=dqn", "--env=gym:CartPole-v1", "--inference=central",
+                     f"--logdir={tmp_path}/run"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("error: --inference=central: actors give new items their |TD|")
+    assert not (tmp_path / "run").exists()  # Refused before the run directory was made.

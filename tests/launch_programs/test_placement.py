@@ -77,6 +77,9 @@ def test_a_node_id_pin_is_a_hard_node_affinity():
     ("", {"cpus_per_actor": 3.0}, "--cpus_per_actor=3: no node has 3 CPUs for one actor node "
                                   "(CPUs per node: 0, 2, 2)"),
     ("actor:head", {}, "--cpus_per_actor=1: no node pinned to head has 1 CPU for one actor node"),
+    ("actor:worker_1", {"cpus_per_actor": 1.5}, "--pin=actor:worker_1: 2 actor nodes x "
+                                                "--cpus_per_actor=1.5 need 3 CPUs; the nodes "
+                                                "with worker_1 have 2"),
     ("", {"cpus_per_actor": 2.0, "learner_cpus": 1.0},
      "the program reserves 5 CPUs (learner 1 x 1, actor 2 x 2); the cluster has 4"),
 ])
