@@ -34,6 +34,7 @@ from agentkit.core import ADVERTISE_HOST_ENV
 from launch_programs.devices import configure_tensorflow, tensorflow_environment
 from launch_programs.placement import ClusterNode, KindPlacement, parse_pins, plan_placement
 from launch_programs.program import (
+    Handle,
     LaunchResult,
     NodeError,
     Program,
@@ -341,6 +342,9 @@ class RayLauncher:
         self._next_ping: dict[str, float] = {}
         self._ping_every_s = 1.0
         self.timings: dict[str, float] = {}  # Phase -> time.time() it ended (start-up figures).
+        self._plan: dict[str, KindPlacement] | None = None  # Checked at the first build.
+        self._threads_per_node = 16
+        self._run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster.
 
     def request_stop(self) -> None:
         """Asks a running `launch()` (in another thread) to stop the program."""
@@ -417,38 +421,52 @@ class RayLauncher:
         except ConnectionError as e:
             raise RayAddressError(f"--ray_address={address}: {first_line(e)}") from None
 
-    def _build(self) -> None:
+    def _waves(self) -> list[list[str]]:
+        """The nodes in the order they are built: first those that another node calls or
+        that end the program, then the rest (the evaluator). On a machine short of cores the
+        nodes that the first learner step waits for do not share the CPU of their start-up
+        (an import of TensorFlow each) with one that nobody waits for."""
+        nodes = self._program.nodes
+        called = {value.name for node in nodes.values()
+                  for value in (*node.args, *node.kwargs.values()) if isinstance(value, Handle)}
+        first = [name for name, node in nodes.items() if name in called or node.ends_program]
+        rest = [name for name in nodes if name not in first]
+        return [wave for wave in (first, rest) if wave]
+
+    def _build(self, names: list[str]) -> None:
+        """Creates these nodes' processes and waits for their constructors."""
         import ray
 
+        if self._plan is None:
+            kinds = Counter(node.kind for node in self._program.nodes.values())
+            self._plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
+            # Calls a node serves at once: its run() and every caller that may wait in it
+            # (an inference node holds one call per actor group while it gathers a batch).
+            self._threads_per_node = max(16, 2 * kinds.get("actor", 0) + 4)
         remote_class = ray.remote(NodeProcess)
         on_cluster = bool(self._config.ray_address)
-        kinds = Counter(node.kind for node in self._program.nodes.values())
-        plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
-        run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster's namespace.
-        # Calls a node serves at once: its run() and every caller that may wait in it (an
-        # inference node holds one call per actor group while it gathers a batch).
-        threads_per_node = max(16, 2 * kinds.get("actor", 0) + 4)
-        for node in self._program.nodes.values():
+        for name in names:
+            node = self._program.nodes[name]
             args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
             resources = self._config.resources_for(node.kind)
-            actor_name = f"{self._program.name}-{run_id}-{node.name}"
+            actor_name = f"{self._program.name}-{self._run_id}-{node.name}"
             handle = remote_class.options(
                 name=actor_name, max_restarts=self._config.max_restarts,
-                max_concurrency=threads_per_node,
-                **resources.ray_options(), **plan[node.kind].ray_options(),
+                max_concurrency=self._threads_per_node,
+                **resources.ray_options(), **self._plan[node.kind].ray_options(),
             ).remote(node.name, node.constructor, args, kwargs, on_cluster, resources.tf_threads)
             self._handles[node.name] = handle
             self.objects[node.name] = RemoteNode(node.name, actor_name, handle)
         # Constructors run at once; a node waits in its constructor for the
         # earlier nodes it calls. Wait for all, naming the first that fails.
         deadline = time.monotonic() + self._startup_timeout_s
-        for name, handle in self._handles.items():
+        for name in names:
             try:
-                self._pids[name] = ray.get(handle.ready.remote(),
+                self._pids[name] = ray.get(self._handles[name].ready.remote(),
                                            timeout=max(1.0, deadline - time.monotonic()))
             except ray.exceptions.RayError as e:
                 raise NodeError(name, e, str(e)) from None
-        pids = ", ".join(f"{name}={pid}" for name, pid in self._pids.items())
+        pids = ", ".join(f"{name}={self._pids[name]}" for name in names)
         print(f"[ray] nodes up: {pids}", flush=True)
 
     def node_location(self, name: str) -> str:
@@ -489,13 +507,15 @@ class RayLauncher:
             import ray
 
             self.timings["ray_up"] = time.time()
-            self._build()
-            self.timings["nodes_up"] = time.time()
-            for name, handle in self._handles.items():
-                if ray.get(handle.has_run.remote()):
-                    self._start_run(name)
-                else:
-                    self._idle.append(name)
+            for wave in self._waves():
+                self._build(wave)
+                for name in wave:
+                    if ray.get(self._handles[name].has_run.remote()):
+                        self._start_run(name)
+                    else:
+                        self._idle.append(name)
+                self.timings.setdefault("nodes_up", time.time())  # Those the others wait for.
+            self.timings["all_nodes_up"] = time.time()
             enders = [n for n, node in self._program.nodes.items() if node.ends_program]
             while error is None:
                 if enders and all(n in self._finished for n in enders):

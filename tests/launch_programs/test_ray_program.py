@@ -277,7 +277,8 @@ def test_ray_launcher_reserves_resources_by_node_kind(monkeypatch):
     monkeypatch.setattr(ray, "nodes", lambda: [
         {"NodeID": "a" * 56, "Alive": True, "Resources": {"CPU": 8.0, "GPU": 1.0, "disk": 1.0}}])
     config = RayConfig(cpus_per_actor=2.0, learner_cpus=3.0, learner_gpus=1.0, pin="store:disk")
-    RayLauncher(_fake_program(), config)._build()
+    program = _fake_program()
+    RayLauncher(program, config)._build(list(program.nodes))
     assert actor_class.created == {  # (CPUs, GPUs, TensorFlow threads)
         "store": (0, 0, 0), "clock": (0, 0, 0), "trainer": (3.0, 1.0, 0),
         "worker_0": (2.0, 0, 2), "worker_1": (2.0, 0, 2), "judge": (0, 0, 0),
@@ -296,7 +297,7 @@ def test_ray_launcher_reserves_resources_by_node_kind(monkeypatch):
     # A placement the cluster cannot meet fails before any node process is created.
     actor_class.created.clear()
     with pytest.raises(PlacementError, match="--learner_gpus=2: no node has 2 GPUs"):
-        RayLauncher(_fake_program(), RayConfig(learner_gpus=2.0))._build()
+        RayLauncher(program, RayConfig(learner_gpus=2.0))._build(list(program.nodes))
     assert actor_class.created == {}
 
 
@@ -359,3 +360,15 @@ def test_central_inference_under_ray_moves_every_step_and_batches(tmp_path):
     assert all(s["mean_latency_ms"] > 0 for s in seen)
     time.sleep(1.0)
     assert not _ray_processes()
+
+
+def test_nodes_that_others_wait_for_are_built_before_the_rest():
+    """The evaluator (called by no node) starts after the nodes the first learner step needs,
+    so that their start-up has the cores to itself."""
+    assert RayLauncher(_fake_program())._waves() == [
+        ["store", "worker_0", "worker_1"], ["clock", "trainer", "judge"]]
+    spec = make_environment_spec(fakes.match_the_sign())
+    config = ProgramConfig(num_actors=2, eval_episodes=2)
+    program = make_agent_program(DQNBuilder(CONFIG), fakes.match_the_sign, spec, config)
+    assert RayLauncher(program)._waves() == [
+        ["replay", "counter", "learner", "actor_0", "actor_1"], ["evaluator"]]
