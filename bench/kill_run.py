@@ -64,9 +64,9 @@ class Run:
             if "reverb/cc" not in line:
                 sys.stdout.write(line)
             match = re.search(r"\[ray\] nodes up: (.*)", line)
-            if match:
-                self.pids = {k: int(v) for k, v in
-                             (item.split("=") for item in match.group(1).split(", "))}
+            if match:  # One line per wave of nodes the launcher builds.
+                self.pids.update({k: int(v) for k, v in
+                                  (item.split("=") for item in match.group(1).split(", "))})
 
     def node_pid(self, name: str) -> int:
         inner = self.pids[name]
