@@ -25,7 +25,14 @@ from launch_programs.inference import InferenceNode
 from launch_programs.program import Program
 from launch_programs.program_config import ProgramConfig
 
-__all__ = ["ProgramConfig", "make_agent_program"]
+__all__ = ["ProgramConfig", "check_inference", "make_agent_program"]
+
+
+def check_inference(builder: ActorLearnerBuilder, config: ProgramConfig) -> None:
+    """ConfigError (one line) when the program's inference mode is one the agent cannot act in."""
+    problem = builder.central_inference_problem() if config.inference == "central" else None
+    if problem:
+        raise ConfigError(f"--inference=central: {problem}")
 
 
 def make_agent_program(
@@ -77,10 +84,8 @@ def make_agent_program(
         counter=counter, run=run, checkpoint_every_s=config.checkpoint_every_s)
     acting = nodes.ActingConfig.from_program_config(config)
     inference = None
+    check_inference(builder, config)
     if config.inference == "central":
-        problem = builder.central_inference_problem()
-        if problem:
-            raise ConfigError(f"--inference=central: {problem}")
         rows = config.inference_batch_size or (
             config.num_actors * config.num_envs_per_actor // config.env_groups)
         inference = program.add_node(

@@ -344,6 +344,7 @@ class RayLauncher:
         self.timings: dict[str, float] = {}  # Phase -> time.time() it ended (start-up figures).
         self._plan: dict[str, KindPlacement] | None = None  # Checked at the first build.
         self._threads_per_node = 16
+        self._remote_class: Any = None  # ray.remote(NodeProcess), made with the plan.
         self._run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster.
 
     def request_stop(self) -> None:
@@ -443,14 +444,14 @@ class RayLauncher:
             # Calls a node serves at once: its run() and every caller that may wait in it
             # (an inference node holds one call per actor group while it gathers a batch).
             self._threads_per_node = max(16, 2 * kinds.get("actor", 0) + 4)
-        remote_class = ray.remote(NodeProcess)
+            self._remote_class = ray.remote(NodeProcess)
         on_cluster = bool(self._config.ray_address)
         for name in names:
             node = self._program.nodes[name]
             args, kwargs = self._program.resolve(node, lambda h: self.objects[h.name])
             resources = self._config.resources_for(node.kind)
             actor_name = f"{self._program.name}-{self._run_id}-{node.name}"
-            handle = remote_class.options(
+            handle = self._remote_class.options(
                 name=actor_name, max_restarts=self._config.max_restarts,
                 max_concurrency=self._threads_per_node,
                 **resources.ray_options(), **self._plan[node.kind].ray_options(),

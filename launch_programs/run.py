@@ -289,6 +289,7 @@ def prepare(run: RunSpec):
     from agentkit.config import ConfigError
     from agentkit.specs import make_environment_spec
     from components.environments import UnknownEnvironmentError
+    from launch_programs.agent_program import check_inference
 
     factory = functools.partial(_environment_factory, run.env,
                                 observation_indices=run.observation_indices)
@@ -306,9 +307,10 @@ def prepare(run: RunSpec):
                                  env_groups=program.env_groups)
     except ConfigError as e:
         raise UsageError(str(e)) from None  # It names the flag (and the agent).
-    problem = builder.central_inference_problem() if program.inference == "central" else None
-    if problem:
-        raise UsageError(f"--inference=central: {problem}")
+    try:
+        check_inference(builder, program)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
     try:
         builder.make_networks(spec=spec)
     except (ConfigError, ValueError) as e:
@@ -518,9 +520,10 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             except ValueError as e:  # A checkpoint that cannot be written (a full disk).
                 print(f"error: {e}", file=sys.stderr)
                 counts = counter.get_counts()
-        replay_tables = _replay_tables(result)  # Before close(): under ray it is a call.
+        # Before close(): under ray these are calls to the nodes.
+        replay_tables = _ask_node(result, "replay", "info")
         startup = _startup(launcher, result)
-        inference = _node_stats(result, "inference")
+        inference = _ask_node(result, "inference", "stats")
     finally:
         launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
@@ -575,37 +578,24 @@ def _startup(launcher, result) -> dict[str, float]:
     """Seconds from the command's start to each start-up phase of this life that happened:
     Ray up (ray), every node built, the learner's first step."""
     times = dict(getattr(launcher, "timings", {}))
-    learner = result.objects.get("learner")
-    if learner is not None and not (result.error is not None and result.error.node == "learner"):
-        try:
-            first = learner.get_first_step_time()
-        except Exception:  # noqa: BLE001 - a learner gone with the run: no figure.
-            first = None
-        if first is not None:
-            times["first_learner_step"] = first
+    first = _ask_node(result, "learner", "get_first_step_time")
+    if first is not None:
+        times["first_learner_step"] = first
     return {f"{phase}_s": round(t - COMMAND_START, 2) for phase, t in times.items()}
 
 
-def _node_stats(result, name: str) -> dict | None:
-    """A node's `stats()` at the end of this life (None when it has none or is gone)."""
+def _ask_node(result, name: str, method: str) -> Any:
+    """What node `name`'s `method()` answers at the end of this life, None when the program
+    has no such node or it is gone: the summary goes on without the figure. A node that
+    failed the run is not asked (a remote call to one lost for good retries for minutes).
+    The replay's `info()` (each table's inserts, set against the counter's actor steps, shows
+    what was lost) and the inference node's `stats()` go into the summary so."""
     node = result.objects.get(name)
     if node is None or (result.error is not None and result.error.node == name):
         return None
     try:
-        return node.stats()
-    except Exception:  # noqa: BLE001 - a node gone with the run: the summary goes on.
-        return None
-
-
-def _replay_tables(result) -> dict | None:
-    """Each replay table's size, inserts and samples at the end of this life (None when the
-    replay cannot tell): the inserts set against the counter's actor steps show what was lost."""
-    replay = result.objects.get("replay")
-    if replay is None or (result.error is not None and result.error.node == "replay"):
-        return None  # A replay lost for good would keep a remote call retrying for minutes.
-    try:
-        return replay.info()
-    except Exception:  # noqa: BLE001 - a replay that died with the run: the summary goes on.
+        return getattr(node, method)()
+    except Exception:  # noqa: BLE001 - a node gone with the run: no figure.
         return None
 
 
