@@ -27,20 +27,15 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RAY_PROCESS_MARKS = ("raylet", "gcs_server", "ray::")
+sys.path.insert(0, ROOT)
+
+from launch_programs.processes import RAY_PROCESS_MARKS, process_table  # noqa: E402
 
 
 def leftovers(pgid: int) -> list[str]:
     """Processes still in the run's group, and any Ray process on the machine."""
-    out = subprocess.run(["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True).stdout
-    left = []
-    for line in out.splitlines()[1:]:
-        parts = line.split(None, 2)
-        if len(parts) < 3:
-            continue
-        if int(parts[1]) == pgid or any(m in parts[2] for m in RAY_PROCESS_MARKS):
-            left.append(line.strip())
-    return left
+    return [f"{pid} {group} {args}" for pid, group, args in process_table()
+            if group == pgid or any(m in args for m in RAY_PROCESS_MARKS)]
 
 
 def one_run(launch: str, signum: int, to_group: bool, delay_s: float, logdir: str,

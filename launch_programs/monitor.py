@@ -20,52 +20,13 @@ replay is full is a leak.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from typing import Any
 
 from agentkit.loggers.csv_logger import CSVLogger
 from components.replay.server import port_in_use
-
-_PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 4096 / 2**20
-
-
-def _children(pid: int) -> list[int]:
-    """The direct children of `pid` (Linux /proc), [] where that cannot be read."""
-    children: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                children += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return children
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * _PAGE_MB
-    except (OSError, IndexError, ValueError):
-        return 0.0  # Gone between listing and reading, or not Linux.
-
-
-def process_tree_rss_mb(root: int | None = None) -> float | None:
-    """Resident memory (MB) of process `root` (default: this one) and all its descendants;
-    None where /proc cannot be read (not Linux)."""
-    root = os.getpid() if root is None else root
-    if not os.path.exists(f"/proc/{root}/statm"):
-        return None
-    total, todo, seen = 0.0, [root], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += _rss_mb(pid)
-        todo += _children(pid)
-    return total
+from launch_programs.processes import process_tree_rss_mb
 
 
 @dataclasses.dataclass

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-
-RAY_PROCESS_MARKS = ("raylet", "gcs_server", "ray::")
+from launch_programs.processes import RAY_PROCESS_MARKS, process_table
 
 
 def ray_processes() -> list[str]:
     """`pid args` of every raylet, GCS and Ray worker process running now."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if any(k in line for k in RAY_PROCESS_MARKS)]
+    return [f"{pid} {args}" for pid, _, args in process_table()
+            if any(mark in args for mark in RAY_PROCESS_MARKS)]
