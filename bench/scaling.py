@@ -6,9 +6,12 @@ each actor count it starts a fresh local Ray (or, with `--nodes=N`, runs on
 one multi-node cluster built on this machine: a head holding the replay,
 counter and learner, and N worker nodes over which the actors spread), records
 the seconds from the launch to the first item in the table, lets the actors
-warm up, then counts environment steps over a fixed window. Prints one line
-per configuration and writes bench/results/scaling.json (scaling_cluster.json
-with --nodes) with the ratio of each to one actor.
+warm up, then counts environment steps over a fixed window. Over the same
+window it reads the CPU time of every process under this one (the nodes,
+Ray's GCS and raylets, this driver) and reports the cores each kind used:
+where the machine's cores went. Prints one line per configuration and
+writes bench/results/scaling.json (scaling_cluster.json with --nodes) with
+the ratio of each to one actor.
 
     python bench/scaling.py --actors=1,2 --window_s=20
     python bench/scaling.py --actors=1,2,4 --nodes=2
@@ -29,14 +32,31 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
+from launch_programs import processes  # noqa: E402
 from launch_programs.agent_program import ProgramConfig, make_agent_program  # noqa: E402
 from launch_programs.ray_launcher import RayConfig, RayLauncher  # noqa: E402
 from launch_programs.run import _environment_factory  # noqa: E402
 
 NEVER = 10**9  # A minimum table size no run reaches: the learner never samples.
-
-
 ON_HEAD = "replay:head,counter:head,learner:head"  # With --nodes: only actors on the workers.
+
+
+def cpu_by_kind(launcher: RayLauncher) -> dict[str, float]:
+    """CPU seconds used so far by each kind of process under this one: the program's nodes
+    by kind (actor_0 and actor_1 both count as `actors`), Ray's own by what they are."""
+    node_of = {}
+    for name in launcher.objects:
+        try:
+            node_of[launcher.node_pid(name)] = "actors" if name.startswith("actor_") else name
+        except Exception:  # noqa: BLE001 - a node gone: its CPU is not counted.
+            pass
+    args = {pid: a for pid, _, a in processes.process_table()}
+    used: dict[str, float] = {}
+    for pid in processes.descendants(os.getpid()):
+        kind = node_of.get(pid) or ("bench" if pid == os.getpid()
+                                    else processes.process_kind(args.get(pid, "")))
+        used[kind] = used.get(kind, 0.0) + processes.cpu_seconds(pid)
+    return used
 
 
 def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
@@ -68,10 +88,15 @@ def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
             result["start_to_first_item_s"] = round(time.time() - start, 2)
             counter = launcher.objects["counter"]
             time.sleep(warmup_s)
-            t0, s0 = time.time(), counter.get_counts()["actor_steps"]
+            t0, s0, c0 = time.time(), counter.get_counts()["actor_steps"], cpu_by_kind(launcher)
             time.sleep(window_s)
-            t1, s1 = time.time(), counter.get_counts()["actor_steps"]
+            t1, s1, c1 = time.time(), counter.get_counts()["actor_steps"], cpu_by_kind(launcher)
             result["actor_steps_per_s"] = round((s1 - s0) / (t1 - t0), 1)
+            # Cores each kind kept busy over the window (a process that started inside it
+            # counts from its start).
+            cores = {k: round((c1[k] - c0.get(k, 0.0)) / (t1 - t0), 3) for k in sorted(c1)}
+            result["cores_used"] = {k: v for k, v in cores.items() if v >= 0.005}
+            result["cores_used_total"] = round(sum(result["cores_used"].values()), 3)
             if cluster is not None:  # Which node each actor ran on.
                 result["actor_nodes"] = sorted(
                     cluster.name_of(launcher.node_location(f"actor_{i}"))
@@ -124,7 +149,8 @@ def main(argv=None) -> int:
             runs.append(run)
             print(f"[scaling] actors={n} steps/s={run.get('actor_steps_per_s')} "
                   f"start_to_first_item_s={run.get('start_to_first_item_s')} "
-                  f"nodes={run.get('actor_nodes', 'local')}", flush=True)
+                  f"nodes={run.get('actor_nodes', 'local')} cores={run.get('cores_used')}",
+                  flush=True)
     finally:
         if cluster is not None:
             cluster.shutdown()

@@ -4,8 +4,13 @@ Runs `python -m launch_programs.run --agent=dqn --env=gym:CartPole-v1
 --launch=L` (the CartPole preset with its evaluator, 2 actors, a short budget) `--repeats`
 times per launcher, one run at a time, and reads from each run's
 summary.json `startup`: the seconds from the command's start to Ray being up,
-to every node built and to the learner's first step. Prints one line per run
-and writes bench/results/startup.json with the medians.
+to every node built and to the learner's first step. While a run goes, it
+samples the CPU time of the command's whole process tree (driver, Ray's GCS
+and raylet, every node process) every 0.1 s, and reports how much CPU the
+machine had spent when the learner first stepped, by process kind: divided
+by the cores, that is the floor under the start-up time on this machine.
+Prints one line per run and writes bench/results/startup.json with the
+medians.
 
     python bench/startup.py --launches=ray,threads --repeats=3
 """
@@ -20,10 +25,61 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PHASES = ("ray_up_s", "nodes_up_s", "first_learner_step_s")
+sys.path.insert(0, ROOT)
+
+from launch_programs import processes  # noqa: E402
+
+PHASES = ("ray_up_s", "nodes_up_s", "first_learner_step_s", "cpu_s_to_first_learner_step")
+
+
+class TreeCPU:
+    """Samples the CPU seconds of a process tree every `every_s`, per process, so that what
+    a process spent is kept after it exits."""
+
+    def __init__(self, root: int, every_s: float = 0.1):
+        self._root, self._every_s = root, every_s
+        self._start = time.time()
+        self.series: list[tuple[float, float]] = []  # (seconds since start, CPU s in all).
+        self._last: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU s seen last).
+        self._kinds: dict[str, list[tuple[float, float]]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            pids = set(processes.descendants(self._root))
+            args = {pid: a for pid, _, a in processes.process_table() if pid in pids}
+            for pid in pids:
+                used = processes.cpu_seconds(pid)
+                if used > 0:
+                    self._last[pid] = (processes.process_kind(args.get(pid, "")), used)
+            now = time.time() - self._start
+            per_kind: dict[str, float] = {}
+            for kind, used in self._last.values():
+                per_kind[kind] = per_kind.get(kind, 0.0) + used
+            self.series.append((now, sum(per_kind.values())))
+            for kind, used in per_kind.items():
+                self._kinds.setdefault(kind, []).append((now, used))
+            self._stop.wait(self._every_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @staticmethod
+    def _at(series: list[tuple[float, float]], t: float) -> float:
+        before = [used for when, used in series if when <= t]
+        return before[-1] if before else 0.0
+
+    def at(self, t: float) -> tuple[float, dict[str, float]]:
+        """CPU seconds spent by `t` seconds after the start, in all and per kind."""
+        return (round(self._at(self.series, t), 2),
+                {k: round(self._at(s, t), 2) for k, s in sorted(self._kinds.items())})
 
 
 def measure(launch: str, max_actor_steps: int) -> dict:
@@ -33,13 +89,25 @@ def measure(launch: str, max_actor_steps: int) -> dict:
                f"--max_actor_steps={max_actor_steps}",
                f"--logdir={logdir}", "--print_every_s=0"]
     start = time.time()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    cpu = TreeCPU(proc.pid)
+    _, err = proc.communicate()
     wall = time.time() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: {done.stderr[-2000:]}")
+    cpu.stop()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}: {err[-2000:]}")
     with open(os.path.join(logdir, "summary.json")) as f:
         summary = json.load(f)
-    return {"launch": launch, **summary.get("startup", {}), "command_wall_s": round(wall, 2)}
+    run = {"launch": launch, **summary.get("startup", {}), "command_wall_s": round(wall, 2)}
+    if "first_learner_step_s" in run:
+        # The summary counts from the command's own start, a few hundredths of a second after
+        # the Popen above: the CPU figure is read at the same moment, slightly early.
+        total, kinds = cpu.at(run["first_learner_step_s"])
+        run["cpu_s_to_first_learner_step"] = total
+        run["cpu_floor_s"] = round(total / os.cpu_count(), 2)
+        run["cpu_s_by_kind"] = kinds
+    return run
 
 
 def main(argv=None) -> int:

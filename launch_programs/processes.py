@@ -14,6 +14,7 @@ import os
 # (which retitles itself `ray::<class or task>`).
 RAY_PROCESS_MARKS = ("raylet", "gcs_server", "ray::")
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 4096 / 2**20
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _children(pid: int) -> list[int]:
@@ -34,6 +35,29 @@ def _rss_mb(pid: int) -> float:
             return int(f.read().split()[1]) * _PAGE_MB
     except (OSError, IndexError, ValueError):
         return 0.0  # Gone between listing and reading, or not Linux.
+
+
+def descendants(root: int) -> list[int]:
+    """`root` and every process under it, [root] alone where /proc cannot be read."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.append(pid)
+            todo += _children(pid)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) that `pid` has used so far, its exited children not
+    counted; 0.0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
 
 
 def process_table() -> list[tuple[int, int, str]]:
@@ -58,6 +82,20 @@ def process_table() -> list[tuple[int, int, str]]:
             args = "[" + stat[stat.find("(") + 1:stat.rfind(")")] + "]"  # A kernel thread.
         table.append((pid, int(fields[2]), args))
     return table
+
+
+def process_kind(args: str) -> str:
+    """What a process of a run is, from its command line: Ray's GCS, a raylet, a Ray worker
+    (a node process, or an idle worker Ray started), the command line's driver, or other."""
+    if "gcs_server" in args:
+        return "ray_gcs"
+    if "raylet" in args:
+        return "ray_raylet"
+    if "ray::" in args:
+        return "ray_worker"
+    if "launch_programs.run" in args:
+        return "driver"
+    return "other"  # Ray's log monitor, its dashboard agent, a benchmark's own process.
 
 
 def process_tree_rss_mb(root: int | None = None) -> float | None:
