@@ -15,82 +15,64 @@ Prints one line per run and writes bench/results/inference.json.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import platform
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agentkit.specs import make_environment_spec  # noqa: E402
-from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
-from launch_programs.agent_program import ProgramConfig, make_agent_program  # noqa: E402
+from bench.acting_only import (  # noqa: E402
+    acting_only_program,
+    launch_and_watch,
+    node,
+    steps_per_s,
+)
 from launch_programs.ray_launcher import RayConfig, RayLauncher  # noqa: E402
-from launch_programs.run import _environment_factory  # noqa: E402
 
-NEVER = 10**9  # A minimum table size no run reaches: the learner never samples.
 NETWORKS = {"mlp": ("gym:CartPole-v1", {}), "atari": ("atari:Pong", {"torso": "atari"})}
 
 
 def measure(network: str, num_actors: int, envs: int, inference: str, warmup_s: float,
             window_s: float, deadline_ms: float = 2.0) -> dict:
     env, fields = NETWORKS[network]
-    factory = functools.partial(_environment_factory, env)
-    spec = make_environment_spec(factory(seed=0, evaluation=False))
-    config = DQNConfig(min_replay_size=NEVER, max_replay_size=NEVER, actor_priorities=False,
-                       **fields)
-    program_config = ProgramConfig(num_actors=num_actors, num_envs_per_actor=envs,
-                                   max_actor_steps=NEVER, eval_episodes=0, print_every_s=0,
-                                   inference=inference, inference_deadline_ms=deadline_ms)
-    logdir = tempfile.mkdtemp(prefix="bench-inference-")
-    program = make_agent_program(DQNBuilder(config), factory, spec, program_config, logdir)
+    program = acting_only_program(
+        env, num_actors, envs, agent={"actor_priorities": False, **fields},
+        program={"inference": inference, "inference_deadline_ms": deadline_ms})
     launcher = RayLauncher(program, RayConfig(cpus_per_actor=1.0, learner_cpus=0.0))
     result: dict = {"network": network, "env": env, "num_actors": num_actors,
                     "envs_per_actor": envs, "inference": inference}
     if inference == "central":
         result["deadline_ms"] = deadline_ms
 
-    def observe():
-        try:
-            while "counter" not in launcher.objects:
-                time.sleep(0.05)
-            counter = launcher.objects["counter"]
-            while counter.get_counts().get("actor_steps", 0) == 0:
-                time.sleep(0.1)
-            time.sleep(warmup_s)
-            actors = [launcher.objects[f"actor_{i}"] for i in range(num_actors)]
-            before = [a.policy_calls() for a in actors]
-            node = launcher.objects.get("inference")
-            node_before = node.stats() if node is not None else None
-            t0, s0 = time.time(), counter.get_counts()["actor_steps"]
-            time.sleep(window_s)
-            t1, s1 = time.time(), counter.get_counts()["actor_steps"]
-            result["actor_steps_per_s"] = round((s1 - s0) / (t1 - t0), 1)
-            after = [a.policy_calls() for a in actors]
-            calls = sum(a.get("calls", 0) - b.get("calls", 0) for a, b in zip(after, before))
-            if calls:
-                seconds = sum(a["calls"] * a["mean_latency_ms"] - b.get("calls", 0)
-                              * b.get("mean_latency_ms", 0.0) for a, b in zip(after, before))
-                result["mean_latency_ms"] = round(seconds / calls, 2)
-            if node is not None:
-                now = node.stats()
-                made = now["calls"] - node_before["calls"]
-                if made:
-                    result["rows_per_call"] = round((now["rows"] - node_before["rows"]) / made, 2)
-        finally:
-            launcher.request_stop()
+    def watch():
+        counter = node(launcher, "counter")
+        while counter.get_counts().get("actor_steps", 0) == 0:
+            time.sleep(0.1)
+        time.sleep(warmup_s)
+        actors = [launcher.objects[f"actor_{i}"] for i in range(num_actors)]
+        central = launcher.objects.get("inference")
+        calls, stats = [], []
 
-    watcher = threading.Thread(target=observe, daemon=True)
-    watcher.start()
-    try:
-        result["status"] = launcher.launch().status
-    finally:
-        launcher.close()
-    watcher.join(10)
+        def edge():
+            calls.append([a.policy_calls() for a in actors])
+            stats.append(central.stats() if central is not None else None)
+
+        result["actor_steps_per_s"] = steps_per_s(counter, window_s, edge, edge)
+        before, after = calls
+        made = sum(a.get("calls", 0) - b.get("calls", 0) for a, b in zip(after, before))
+        if made:
+            seconds = sum(a["calls"] * a["mean_latency_ms"] - b.get("calls", 0)
+                          * b.get("mean_latency_ms", 0.0) for a, b in zip(after, before))
+            result["mean_latency_ms"] = round(seconds / made, 2)
+        if central is not None:
+            first, last = stats
+            answered = last["calls"] - first["calls"]
+            if answered:
+                result["rows_per_call"] = round((last["rows"] - first["rows"]) / answered, 2)
+
+    result["status"] = launch_and_watch(launcher, watch)
     return result
 
 

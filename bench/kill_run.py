@@ -34,7 +34,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.process_tree import alive, descendants, outer_pid  # noqa: E402
+from launch_programs.processes import alive, descendants, outer_pid  # noqa: E402
 
 
 def last_actor_steps(logdir: str) -> int:

@@ -43,10 +43,11 @@ RUNS = {
     "ppo-minatar-breakout": ("ppo", "minatar:breakout", 1_000_000, 8.0, []),
     "impala-atari-pong": ("impala", "atari:Pong", 3_000_000, 18.0, []),
     # The 2026-12-02 trial: the preset's run above learned only after 1.3M steps, its policy
-    # lagging the learner's by 10-14 updates (a full queue of 8 batches, weights fetched
-    # every 4). Here the lag is cut (a queue of 2 rollout items = 4 batches, weights every
-    # 5 batched steps) and the rate decays to 0 over the 37,500 updates of 3M steps, as
-    # A2C's, Cleanba's and TorchBeast's do.
+    # lagging the learner's by 10-14 updates. Here the rate decays to 0 over the 37,500
+    # updates of 3M steps, as A2C's, Cleanba's and TorchBeast's do, and the actor fetches
+    # weights every 5 batched steps, in a queue of 4 batches. The lag stayed at 12-16: the
+    # actors were never held by the queue, so its size was not the cause; an unroll of 20
+    # steps lasts about 4 updates here, and the updates go on while it is written.
     "impala-atari-pong-lag": ("impala", "atari:Pong", 3_000_000, 18.0, [
         "--max_queue_size=16", "--variable_update_period=5",
         "--learning_rate_decay_steps=37500"]),

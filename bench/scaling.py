@@ -24,20 +24,20 @@ import json
 import os
 import platform
 import sys
-import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agentkit.specs import make_environment_spec  # noqa: E402
-from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
+from agents.dqn import DQNBuilder  # noqa: E402
+from bench.acting_only import (  # noqa: E402
+    acting_only_program,
+    launch_and_watch,
+    node,
+    steps_per_s,
+)
 from launch_programs import processes  # noqa: E402
-from launch_programs.agent_program import ProgramConfig, make_agent_program  # noqa: E402
 from launch_programs.ray_launcher import RayConfig, RayLauncher  # noqa: E402
-from launch_programs.run import _environment_factory  # noqa: E402
 
-NEVER = 10**9  # A minimum table size no run reaches: the learner never samples.
 ON_HEAD = "replay:head,counter:head,learner:head"  # With --nodes: only actors on the workers.
 
 
@@ -52,7 +52,7 @@ def cpu_by_kind(launcher: RayLauncher) -> dict[str, float]:
             pass
     args = {pid: a for pid, _, a in processes.process_table()}
     used: dict[str, float] = {}
-    for pid in processes.descendants(os.getpid()):
+    for pid in [os.getpid(), *processes.descendants(os.getpid())]:
         kind = node_of.get(pid) or ("bench" if pid == os.getpid()
                                     else processes.process_kind(args.get(pid, "")))
         used[kind] = used.get(kind, 0.0) + processes.cpu_seconds(pid)
@@ -61,58 +61,40 @@ def cpu_by_kind(launcher: RayLauncher) -> dict[str, float]:
 
 def measure(env: str, num_actors: int, envs_per_actor: int, warmup_s: float,
             window_s: float, cluster=None) -> dict:
-    import functools
-
-    factory = functools.partial(_environment_factory, env)
-    spec = make_environment_spec(factory(seed=0, evaluation=False))
-    config = DQNConfig(min_replay_size=NEVER, max_replay_size=NEVER)
-    program_config = ProgramConfig(num_actors=num_actors, num_envs_per_actor=envs_per_actor,
-                                   max_actor_steps=NEVER, eval_episodes=0, print_every_s=0)
-    logdir = tempfile.mkdtemp(prefix="bench-scaling-")
-    program = make_agent_program(DQNBuilder(config), factory, spec, program_config, logdir)
+    program = acting_only_program(env, num_actors, envs_per_actor)
     ray_config = RayConfig(cpus_per_actor=1.0, learner_cpus=0.0)
     if cluster is not None:
         ray_config = RayConfig(ray_address=cluster.address, cpus_per_actor=1.0, learner_cpus=0.0,
                                pin=ON_HEAD)
     launcher = RayLauncher(program, ray_config)
     result: dict = {"num_actors": num_actors, "envs_per_actor": envs_per_actor}
-
-    def observe():
-        try:
-            while "replay" not in launcher.objects:
-                time.sleep(0.05)
-            replay = launcher.objects["replay"]
-            table = DQNBuilder.table_name
-            while replay.info()[table]["num_inserts"] == 0:
-                time.sleep(0.05)
-            result["start_to_first_item_s"] = round(time.time() - start, 2)
-            counter = launcher.objects["counter"]
-            time.sleep(warmup_s)
-            t0, s0, c0 = time.time(), counter.get_counts()["actor_steps"], cpu_by_kind(launcher)
-            time.sleep(window_s)
-            t1, s1, c1 = time.time(), counter.get_counts()["actor_steps"], cpu_by_kind(launcher)
-            result["actor_steps_per_s"] = round((s1 - s0) / (t1 - t0), 1)
-            # Cores each kind kept busy over the window (a process that started inside it
-            # counts from its start).
-            cores = {k: round((c1[k] - c0.get(k, 0.0)) / (t1 - t0), 3) for k in sorted(c1)}
-            result["cores_used"] = {k: v for k, v in cores.items() if v >= 0.005}
-            result["cores_used_total"] = round(sum(result["cores_used"].values()), 3)
-            if cluster is not None:  # Which node each actor ran on.
-                result["actor_nodes"] = sorted(
-                    cluster.name_of(launcher.node_location(f"actor_{i}"))
-                    for i in range(num_actors))
-        finally:
-            launcher.request_stop()
-
     start = time.time()
-    watcher = threading.Thread(target=observe, daemon=True)
-    watcher.start()
-    try:
-        status = launcher.launch().status
-    finally:
-        launcher.close()
-    watcher.join(10)
-    result["status"] = status
+
+    def watch():
+        replay = node(launcher, "replay")
+        while replay.info()[DQNBuilder.table_name]["num_inserts"] == 0:
+            time.sleep(0.05)
+        result["start_to_first_item_s"] = round(time.time() - start, 2)
+        counter = node(launcher, "counter")
+        time.sleep(warmup_s)
+        used, ends = [], []
+
+        def edge():
+            used.append(cpu_by_kind(launcher))
+            ends.append(time.time())
+
+        result["actor_steps_per_s"] = steps_per_s(counter, window_s, edge, edge)
+        # Cores each kind kept busy over the window (a process that started inside it counts
+        # from its start).
+        (c0, c1), seconds = used, ends[1] - ends[0]
+        cores = {k: round((c1[k] - c0.get(k, 0.0)) / seconds, 3) for k in sorted(c1)}
+        result["cores_used"] = {k: v for k, v in cores.items() if v >= 0.005}
+        result["cores_used_total"] = round(sum(result["cores_used"].values()), 3)
+        if cluster is not None:  # Which node each actor ran on.
+            result["actor_nodes"] = sorted(
+                cluster.name_of(launcher.node_location(f"actor_{i}")) for i in range(num_actors))
+
+    result["status"] = launch_and_watch(launcher, watch)
     return result
 
 

@@ -52,7 +52,7 @@ class TreeCPU:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = set(processes.descendants(self._root))
+            pids = {self._root, *processes.descendants(self._root)}
             args = {pid: a for pid, _, a in processes.process_table() if pid in pids}
             for pid in pids:
                 used = processes.cpu_seconds(pid)

@@ -1,13 +1,15 @@
-"""This host's processes, read from Linux /proc: memory of a process tree, and who is running.
+"""This host's processes, read from Linux /proc: a run's process tree, its memory and CPU
+time, whether a process still lives, and what each is.
 
-Read directly rather than through `ps`, whose output width (and so whether a long
-command line, such as a raylet's under a deep checkout, still shows its name) depends
-on the terminal and on the `ps` build. Light on purpose: scripts that watch runs
-import it without TensorFlow.
+For benchmarks, fault-injection tests and the driver's monitor. Read directly rather
+than through `ps`, whose output width (and so whether a long command line, such as a
+raylet's under a deep checkout, still shows its name) depends on the terminal and on
+the `ps` build. Light on purpose: scripts that watch runs import it without TensorFlow.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 # What names a Ray process in its command line: the raylet, the GCS, and a worker
@@ -15,18 +17,6 @@ import os
 RAY_PROCESS_MARKS = ("raylet", "gcs_server", "ray::")
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 4096 / 2**20
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _children(pid: int) -> list[int]:
-    """The direct children of `pid` (Linux /proc), [] where that cannot be read."""
-    children: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                children += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return children
 
 
 def _rss_mb(pid: int) -> float:
@@ -37,26 +27,69 @@ def _rss_mb(pid: int) -> float:
         return 0.0  # Gone between listing and reading, or not Linux.
 
 
-def descendants(root: int) -> list[int]:
-    """`root` and every process under it, [root] alone where /proc cannot be read."""
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid not in found:
-            found.append(pid)
-            todo += _children(pid)
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (state first): the name may
+    hold spaces and brackets, so they are split after its last ")"."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def descendants(root: int) -> dict[int, tuple[str, str]]:
+    """Every live process below `root` (not `root` itself): pid -> (start time, command
+    name); {} where /proc cannot be read."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return {}
+    table = {}
+    for name in names:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                comm = stat[stat.index("(") + 1:stat.rindex(")")]
+                table[int(name)] = (int(fields[1]), fields[19], comm)
+    found: dict[int, tuple[str, str]] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, start, comm) in table.items():
+            if ppid == parent and pid not in found:
+                found[pid] = (start, comm)
+                frontier.append(pid)
     return found
+
+
+def alive(pid: int, start: str) -> bool:
+    """Whether `pid` is still the process that started at `start` (a reused pid is not) and
+    no zombie."""
+    try:
+        fields = _stat(pid)
+    except OSError:
+        return False
+    return fields[19] == start and fields[0] != "Z"
+
+
+def outer_pid(root: int, inner: int) -> int:
+    """This machine's pid of the process below `root` whose innermost pid is `inner` (a run
+    isolated in its own pid namespace prints pids of that namespace)."""
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == inner:
+                        return pid
+    raise LookupError(f"no process below {root} has pid {inner} in its namespace")
 
 
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) that `pid` has used so far, its exited children not
     counted; 0.0 once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
+        fields = _stat(pid)
     except OSError:
         return 0.0
-    fields = stat[stat.rfind(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
 
 
@@ -104,12 +137,4 @@ def process_tree_rss_mb(root: int | None = None) -> float | None:
     root = os.getpid() if root is None else root
     if not os.path.exists(f"/proc/{root}/statm"):
         return None
-    total, todo, seen = 0.0, [root], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += _rss_mb(pid)
-        todo += _children(pid)
-    return total
+    return _rss_mb(root) + sum(_rss_mb(pid) for pid in descendants(root))

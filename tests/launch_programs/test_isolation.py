@@ -22,8 +22,8 @@ import time
 import numpy as np
 import pytest
 
-from bench.process_tree import alive, descendants
 from launch_programs.isolation import ISOLATED
+from launch_programs.processes import alive, descendants
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
