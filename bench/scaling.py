@@ -50,11 +50,10 @@ def cpu_by_kind(launcher: RayLauncher) -> dict[str, float]:
             node_of[launcher.node_pid(name)] = "actors" if name.startswith("actor_") else name
         except Exception:  # noqa: BLE001 - a node gone: its CPU is not counted.
             pass
-    args = {pid: a for pid, _, a in processes.process_table()}
     used: dict[str, float] = {}
     for pid in [os.getpid(), *processes.descendants(os.getpid())]:
         kind = node_of.get(pid) or ("bench" if pid == os.getpid()
-                                    else processes.process_kind(args.get(pid, "")))
+                                    else processes.process_kind(processes.command_line(pid)))
         used[kind] = used.get(kind, 0.0) + processes.cpu_seconds(pid)
     return used
 

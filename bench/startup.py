@@ -43,43 +43,35 @@ class TreeCPU:
     def __init__(self, root: int, every_s: float = 0.1):
         self._root, self._every_s = root, every_s
         self._start = time.time()
-        self.series: list[tuple[float, float]] = []  # (seconds since start, CPU s in all).
         self._last: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU s seen last).
-        self._kinds: dict[str, list[tuple[float, float]]] = {}
+        self._samples: list[tuple[float, dict[str, float]]] = []  # (s since start, per kind).
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = {self._root, *processes.descendants(self._root)}
-            args = {pid: a for pid, _, a in processes.process_table() if pid in pids}
-            for pid in pids:
+            for pid in (self._root, *processes.descendants(self._root)):
                 used = processes.cpu_seconds(pid)
                 if used > 0:
-                    self._last[pid] = (processes.process_kind(args.get(pid, "")), used)
-            now = time.time() - self._start
+                    kind = processes.process_kind(processes.command_line(pid))
+                    self._last[pid] = (kind, used)
             per_kind: dict[str, float] = {}
             for kind, used in self._last.values():
                 per_kind[kind] = per_kind.get(kind, 0.0) + used
-            self.series.append((now, sum(per_kind.values())))
-            for kind, used in per_kind.items():
-                self._kinds.setdefault(kind, []).append((now, used))
+            self._samples.append((time.time() - self._start, per_kind))
             self._stop.wait(self._every_s)
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
-    @staticmethod
-    def _at(series: list[tuple[float, float]], t: float) -> float:
-        before = [used for when, used in series if when <= t]
-        return before[-1] if before else 0.0
-
     def at(self, t: float) -> tuple[float, dict[str, float]]:
         """CPU seconds spent by `t` seconds after the start, in all and per kind."""
-        return (round(self._at(self.series, t), 2),
-                {k: round(self._at(s, t), 2) for k, s in sorted(self._kinds.items())})
+        before = [kinds for when, kinds in self._samples if when <= t]
+        kinds = before[-1] if before else {}
+        return (round(sum(kinds.values()), 2),
+                {k: round(v, 2) for k, v in sorted(kinds.items())})
 
 
 def measure(launch: str, max_actor_steps: int) -> dict:

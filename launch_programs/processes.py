@@ -27,11 +27,22 @@ def _rss_mb(pid: int) -> float:
         return 0.0  # Gone between listing and reading, or not Linux.
 
 
-def _stat(pid: int) -> list[str]:
-    """The fields of /proc/<pid>/stat after the command name (state first): the name may
-    hold spaces and brackets, so they are split after its last ")"."""
+def _read_stat(pid: int | str) -> tuple[str, list[str]]:
+    """(command name, the fields of /proc/<pid>/stat after it, state first). The name may
+    hold spaces and brackets, so the fields are split after its last ")"."""
     with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()
+        stat = f.read()
+    return stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+
+
+def command_line(pid: int) -> str:
+    """`pid`'s whole command line ("[name]" for a kernel thread); "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        return args or f"[{_read_stat(pid)[0]}]"
+    except OSError:
+        return ""
 
 
 def descendants(root: int) -> dict[int, tuple[str, str]]:
@@ -44,11 +55,8 @@ def descendants(root: int) -> dict[int, tuple[str, str]]:
     table = {}
     for name in names:
         with contextlib.suppress(OSError, ValueError, IndexError):
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            fields = stat.rsplit(")", 1)[1].split()
+            comm, fields = _read_stat(name)
             if fields[0] != "Z":
-                comm = stat[stat.index("(") + 1:stat.rindex(")")]
                 table[int(name)] = (int(fields[1]), fields[19], comm)
     found: dict[int, tuple[str, str]] = {}
     frontier = [root]
@@ -65,7 +73,7 @@ def alive(pid: int, start: str) -> bool:
     """Whether `pid` is still the process that started at `start` (a reused pid is not) and
     no zombie."""
     try:
-        fields = _stat(pid)
+        _, fields = _read_stat(pid)
     except OSError:
         return False
     return fields[19] == start and fields[0] != "Z"
@@ -87,7 +95,7 @@ def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) that `pid` has used so far, its exited children not
     counted; 0.0 once it is gone."""
     try:
-        fields = _stat(pid)
+        _, fields = _read_stat(pid)
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
@@ -96,24 +104,19 @@ def cpu_seconds(pid: int) -> float:
 def process_table() -> list[tuple[int, int, str]]:
     """(pid, process group, whole command line) of every process on this host; [] where
     /proc cannot be read (not Linux)."""
-    table = []
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return table
+        return []
+    table = []
     for pid in pids:
+        args = command_line(pid)
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
+            group = int(_read_stat(pid)[1][2])
         except OSError:
             continue  # Gone between listing and reading.
-        # The name in stat may hold spaces and brackets: the fields after it follow the last ")".
-        fields = stat[stat.rfind(")") + 2:].split()
-        if not args:
-            args = "[" + stat[stat.find("(") + 1:stat.rfind(")")] + "]"  # A kernel thread.
-        table.append((pid, int(fields[2]), args))
+        if args:
+            table.append((pid, group, args))
     return table
 
 
