@@ -6,6 +6,7 @@ import dataclasses
 
 from agentkit.config import require, require_common_fields
 from components.networks.initializers import INITS
+from components.networks.mlp import ACTIVATIONS
 from components.networks.precision import COMPUTE_DTYPES
 from components.networks.torso import TORSOS
 
@@ -32,8 +33,9 @@ class IMPALAConfig:
     # learner step at batch 32 on CPUs with AVX-512 BF16 or AMX); "auto": bfloat16 on such
     # CPUs, float32 elsewhere (components.networks.precision).
     compute_dtype: str = "float32"
-    # Weights: Sonnet's "default" or "orthogonal" (A2C/PPO's gains; needs a shared torso).
+    # Weights: Sonnet's "default" or "orthogonal" (A2C/PPO's gains: sqrt 2 hidden, 0.01 logits).
     network_init: str = "default"
+    activation: str = "relu"  # The MLP torso's nonlinearity: "relu" or "tanh".
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).
@@ -68,8 +70,8 @@ class IMPALAConfig:
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
         require(self.network_init in INITS, "network_init", "one of " + ", ".join(INITS),
                 self.network_init)
-        require(self.network_init == "default" or self.shared_torso or self.lstm_size,
-                "network_init", "default unless shared_torso or lstm_size", self.network_init)
+        require(self.activation in ACTIVATIONS, "activation", "one of " + ", ".join(ACTIVATIONS),
+                self.activation)
         require(self.compute_dtype in COMPUTE_DTYPES, "compute_dtype",
                 "one of " + ", ".join(COMPUTE_DTYPES), self.compute_dtype)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",

@@ -93,7 +93,7 @@ class PPOBuilder(ActorLearnerBuilder):
         return {"policy": make_policy_value_network(
             spec, torso=c.torso, hidden_sizes=c.hidden_sizes,
             head_hidden_size=c.head_hidden_size, shared_torso=c.shared_torso,
-            init=c.network_init)}
+            init=c.network_init, activation=c.activation)}
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         # A round puts at most one rollout per actor in the queue: twice that never blocks.

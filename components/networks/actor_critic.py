@@ -18,6 +18,7 @@ import tree
 
 from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
+from components.networks.initializers import POLICY_GAIN, VALUE_GAIN, hidden_init, output_init
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentPolicyValue
 from components.networks.torso import make_torso
@@ -25,20 +26,24 @@ from components.networks.torso import make_torso
 
 class SeparatePolicyValue(snt.Module):
     """Policy and value on torsos of their own: the value loss's large, noisy
-    gradients (returns of ~100 on CartPole) cannot disturb the policy's features."""
+    gradients (returns of ~100 on CartPole) cannot disturb the policy's features.
+    With `init="orthogonal"` each output layer has its own gain (logits 0.01, value 1),
+    as stable-baselines3's separate actor-critic MLPs have."""
 
     def __init__(self, spec: EnvironmentSpec, torso: str, hidden_sizes: Sequence[int],
-                 head_hidden_size: int = 0, compute_dtype: str = "float32"):
+                 head_hidden_size: int = 0, compute_dtype: str = "float32",
+                 init: str = "default", activation: str = "relu"):
         super().__init__(name="separate_policy_value")
-        head_hidden = [head_hidden_size] if head_hidden_size else []
-        self._policy = snt.Sequential([
-            make_torso(spec, torso, hidden_sizes, compute_dtype),
-            snt.nets.MLP(head_hidden + [num_discrete_actions(spec)]),
-        ])
-        self._value = snt.Sequential([
-            make_torso(spec, torso, hidden_sizes, compute_dtype),
-            snt.nets.MLP(head_hidden + [1]),
-        ])
+
+        def branch(size: int, gain: float) -> snt.Sequential:
+            layers = [make_torso(spec, torso, hidden_sizes, compute_dtype, init, activation)]
+            if head_hidden_size:
+                layers.append(snt.nets.MLP([head_hidden_size], activate_final=True,
+                                           w_init=hidden_init(init)))
+            return snt.Sequential(layers + [snt.Linear(size, w_init=output_init(init, gain))])
+
+        self._policy = branch(num_discrete_actions(spec), POLICY_GAIN)
+        self._value = branch(1, VALUE_GAIN)
 
     def __call__(self, observation):
         return self._policy(observation), tf.squeeze(self._value(observation), axis=-1)
@@ -56,25 +61,25 @@ class SeparatePolicyValue(snt.Module):
 def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes: Sequence[int],
                               head_hidden_size: int = 0, shared_torso: bool = False,
                               lstm_size: int = 0, compute_dtype: str = "float32",
-                              init: str = "default") -> snt.Module:
+                              init: str = "default", activation: str = "relu") -> snt.Module:
     """observation -> (logits [B, A], value [B]); variables created with a dummy batch.
     `compute_dtype` is the Nature CNN's (`components.networks.atari.AtariTorso`); `init`
-    "orthogonal" (`components.networks.initializers`) needs a shared torso or an LSTM."""
-    if init != "default" and not (shared_torso or lstm_size):
-        raise ConfigError(f"--network_init: {init!r} needs --shared_torso=true or an LSTM core "
-                          f"(separate torsos keep Sonnet's default)")
+    the weights' scheme (`components.networks.initializers`); `activation` the MLP torso's
+    nonlinearity."""
     head_hidden = [head_hidden_size] if head_hidden_size else []
     dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
                                spec.observations)
     if lstm_size:
-        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes, compute_dtype, init),
-                                       lstm_size, num_discrete_actions(spec), head_hidden, init)
+        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes, compute_dtype, init,
+                                                  activation), lstm_size, num_discrete_actions(spec), head_hidden, init)
         network(dummy, network.initial_state(1))
         return network
     if shared_torso:
-        network = snt.Sequential([make_torso(spec, torso, hidden_sizes, compute_dtype, init),
+        network = snt.Sequential([make_torso(spec, torso, hidden_sizes, compute_dtype, init,
+                                             activation),
                                   PolicyValueHead(num_discrete_actions(spec), head_hidden, init)])
     else:
-        network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size, compute_dtype)
+        network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size, compute_dtype,
+                                      init, activation)
     network(dummy)
     return network

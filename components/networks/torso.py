@@ -17,11 +17,13 @@ TORSOS = ("auto", "mlp", "atari", "minatar")
 
 
 def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
-               compute_dtype: str = "float32", init: str = "default") -> snt.Module:
+               compute_dtype: str = "float32", init: str = "default",
+               activation: str = "relu") -> snt.Module:
     """`kind` is "mlp", "atari", "minatar" or "auto": atari for [H, W, C] observations at
     least MIN_SIDE a side, minatar for smaller grids, mlp for the rest. `compute_dtype`
     ("float32" or "bfloat16") is the Nature CNN's (the other torsos compute in float32);
-    `init` its weights' initialiser (`components.networks.initializers`)."""
+    `init` its weights' initialiser (`components.networks.initializers`); `activation` the
+    MLP's nonlinearity (`components.networks.mlp.ACTIVATIONS`; the convolutions use ReLU)."""
     shape = spec.observations.shape
     if kind not in TORSOS:
         raise ConfigError(f"--torso: must be one of {', '.join(TORSOS)}, got {kind!r}")
@@ -42,4 +44,4 @@ def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
                 f"got shape {tuple(shape)}"
             )
         return AtariTorso(compute_dtype, init)
-    return MLPTorso(hidden_sizes, init)
+    return MLPTorso(hidden_sizes, init, activation)

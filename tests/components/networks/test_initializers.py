@@ -1,4 +1,5 @@
-"""The orthogonal initialisation of policy-value networks (A2C/PPO's gains)."""
+"""The orthogonal initialisation of policy-value networks (A2C/PPO's gains) and the MLP torso's
+activation."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
 from agents.impala.config import IMPALAConfig
 from agents.impala.networks import make_networks
+from agents.ppo import PPOBuilder, PPOConfig
+from components.networks import MLPTorso
 from components.networks.initializers import check_init
 from tests import fakes
 
@@ -58,5 +61,42 @@ def test_bad_inits_fail_in_one_line():
         check_init("xavier")
     with pytest.raises(ConfigError, match="^--network_init: must be one of default, orthogonal"):
         IMPALAConfig(network_init="xavier")
-    with pytest.raises(ConfigError, match="^--network_init: must be default unless shared_torso"):
-        IMPALAConfig(network_init="orthogonal", shared_torso=False)
+    with pytest.raises(ConfigError, match="^--activation: must be one of relu, tanh"):
+        PPOConfig(activation="gelu")
+    with pytest.raises(ValueError, match="activation must be one of relu, tanh"):
+        MLPTorso([8], activation="sigmoid")
+
+
+def _separate_policy_value(**fields):
+    spec = make_environment_spec(fakes.discrete_environment(num_actions=2, observation_shape=(4,)))
+    tf.random.set_seed(0)
+    return PPOBuilder(PPOConfig(**fields)).make_networks(spec=spec)["policy"]
+
+
+def test_separate_torsos_take_the_orthogonal_gains_of_stable_baselines3():
+    network = _separate_policy_value(network_init="orthogonal", activation="tanh")
+    for branch, out_gain in ((network._policy, 0.01), (network._value, 1.0)):
+        weights = [v.numpy() for v in branch.trainable_variables if v.name.endswith("w:0")]
+        # Two hidden layers of 64 at sqrt(2), then the output layer at its own gain.
+        assert sorted(w.shape for w in weights) == [(4, 64), (64, 1 if out_gain == 1.0 else 2),
+                                                   (64, 64)]
+        for w in weights:
+            gain = out_gain if w.shape[1] < 64 else np.sqrt(2.0)
+            small = min(w.shape)  # Orthogonal along the smaller side, each of norm `gain`.
+            gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+            np.testing.assert_allclose(gram, gain ** 2 * np.eye(small), atol=1e-4)
+        assert not any(v.numpy().any() for v in branch.trainable_variables
+                       if v.name.endswith("b:0"))
+    logits, _ = network(tf.ones((3, 4)))
+    assert float(tf.reduce_max(tf.abs(logits))) < 0.1  # A near-uniform first policy.
+
+
+def test_the_activation_reaches_the_mlp_torso():
+    observation = tf.constant([[0.3, -2.0, 1.5, 4.0]])
+    tanh = _separate_policy_value(activation="tanh")
+    relu = _separate_policy_value(activation="relu")
+    tanh_features = tanh._policy._layers[0](observation)
+    relu_features = relu._policy._layers[0](observation)
+    assert float(tf.reduce_min(tanh_features)) < 0.0  # ReLU features are never negative.
+    assert float(tf.reduce_max(tf.abs(tanh_features))) < 1.0
+    assert float(tf.reduce_min(relu_features)) >= 0.0
