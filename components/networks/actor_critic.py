@@ -16,7 +16,6 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
-from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
 from components.networks.initializers import POLICY_GAIN, VALUE_GAIN, hidden_init, output_init
 from components.networks.policy_value import PolicyValueHead
@@ -69,14 +68,15 @@ def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes
     head_hidden = [head_hidden_size] if head_hidden_size else []
     dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
                                spec.observations)
+    if lstm_size or shared_torso:
+        shared = make_torso(spec, torso, hidden_sizes, compute_dtype, init, activation)
     if lstm_size:
-        network = RecurrentPolicyValue(make_torso(spec, torso, hidden_sizes, compute_dtype, init,
-                                                  activation), lstm_size, num_discrete_actions(spec), head_hidden, init)
+        network = RecurrentPolicyValue(shared, lstm_size, num_discrete_actions(spec), head_hidden,
+                                       init)
         network(dummy, network.initial_state(1))
         return network
     if shared_torso:
-        network = snt.Sequential([make_torso(spec, torso, hidden_sizes, compute_dtype, init,
-                                             activation),
+        network = snt.Sequential([shared,
                                   PolicyValueHead(num_discrete_actions(spec), head_hidden, init)])
     else:
         network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size, compute_dtype,

@@ -9,7 +9,6 @@ import tensorflow as tf
 
 from components.networks.initializers import hidden_init
 
-
 # Hidden-layer nonlinearities by name. tanh is what stable-baselines3's and CleanRL's
 # classic-control actor-critics use; ReLU is Sonnet's (and the Q-networks') default.
 ACTIVATIONS = {"relu": tf.nn.relu, "tanh": tf.tanh}
