@@ -117,7 +117,9 @@ class InferenceNode:
             self._queue.append(request)
             self._lock.notify()
         while not request.done.wait(0.5):
-            if self._stop.is_set():
+            # A stopped node serves the batch it has taken (its first call may be a trace
+            # of a second or more): only a request still queued is answered with the stop.
+            if self._stop.is_set() and self._unqueue(request):
                 raise RuntimeError("the inference node stopped")
         if request.error is not None:
             raise request.error
@@ -133,6 +135,15 @@ class InferenceNode:
                     "rows_per_call": self.rows / self.calls if self.calls else 0.0,
                     "mean_latency_ms": 1000 * self._wait_s / self.requests if self.requests else 0.0,
                     "state_rows_received": self.state_rows_received}
+
+    def _unqueue(self, request: _Request) -> bool:
+        """Takes `request` out of the queue; False if the server has already taken it."""
+        with self._lock:
+            for i, queued in enumerate(self._queue):
+                if queued is request:
+                    del self._queue[i]
+                    return True
+        return False
 
     # -- the server --------------------------------------------------------------------
 

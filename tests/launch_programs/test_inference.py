@@ -220,12 +220,17 @@ def test_a_recurrent_caller_whose_states_the_node_lost_sends_them_again():
 def test_callers_of_a_stopped_or_failed_node_are_answered_not_left_waiting():
     import threading
 
-    # Stopped while a request waits for a batch that would never fill: it is answered.
+    # Stopped while a request waits for a batch that would never fill: it is answered, even
+    # when the answer takes longer than the caller's 0.5 s polls (a first call's trace on a
+    # slow machine; here a serve made 1.2 s slower).
     node, server, _, _ = _serving(DQNBuilder(DQN), batch_size=1000, deadline_ms=60_000)
+    serve = node._serve
+    node._serve = lambda batch: (time.sleep(1.2), serve(batch))
     outcome: list = []
     caller = threading.Thread(target=lambda: _call_into(node, outcome), daemon=True)
     caller.start()
-    time.sleep(0.3)
+    _wait_until_queued(node)
+    time.sleep(0.3)  # The server, woken by the request, now waits for the batch to fill.
     node.stop()
     caller.join(5)
     server.join(5)
@@ -239,7 +244,7 @@ def test_callers_of_a_stopped_or_failed_node_are_answered_not_left_waiting():
     outcome.clear()
     caller = threading.Thread(target=lambda: _call_into(broken, outcome), daemon=True)
     caller.start()
-    time.sleep(0.3)
+    _wait_until_queued(broken)
     with pytest.raises(ConnectionError):
         broken.run()
     caller.join(5)
@@ -251,6 +256,18 @@ class _NoWeights:
     def get_variables(self, names):
         time.sleep(0.5)
         raise ConnectionError("the learner is gone")
+
+
+def _wait_until_queued(node, timeout_s: float = 10.0) -> None:
+    """Until the caller's request waits in the node's queue: a fixed sleep raced the caller's
+    thread on a loaded 2-core machine (the request came after the stop and got its error)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with node._lock:
+            if node._queue:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"no request reached the node's queue in {timeout_s} s")
 
 
 def _call_into(node, outcome):
