@@ -19,7 +19,7 @@ class PPOConfig:
     `PPOConfig.atari()` gives the paper's Atari ones.
 
     tanh and orthogonal weights against ReLU and Sonnet's init, CartPole to 475, seconds
-    (actor steps) on a 2-core AVX2 machine: seeds 0-5 9.8 s median, every seed solved
+    (actor steps) on a 2-core AVX2 machine: seeds 0-5 10.0 s median, every seed solved
     (5k-26k steps), against 17.0 s for seeds 0-2 (21k-35k steps); tanh alone: one seed of
     six not solved in 40k steps."""
 
