@@ -29,6 +29,15 @@ def _by_name(network) -> list[tuple[str, np.ndarray]]:  # The three convolutions
     return [(v.name, v.numpy()) for v in network.trainable_variables]
 
 
+def _assert_orthogonal(w: np.ndarray, gain: float, atol: float, name: str = "") -> None:
+    """Orthogonal along the weight's smaller side (columns of a [fan_in, fan_out] layer with
+    fan_in >= fan_out, a convolution's kernel flattened so), each of norm `gain`."""
+    flat = w.reshape(-1, w.shape[-1])
+    gram = flat.T @ flat if flat.shape[0] >= flat.shape[1] else flat @ flat.T
+    np.testing.assert_allclose(gram, gain ** 2 * np.eye(min(flat.shape)), atol=atol,
+                               err_msg=name)
+
+
 def test_orthogonal_weights_have_the_gains_and_zero_biases():
     _, network = _networks()
     weights = [(name, w) for name, w in _by_name(network) if name.endswith("w:0")]
@@ -36,9 +45,8 @@ def test_orthogonal_weights_have_the_gains_and_zero_biases():
     gains = {"policy/w:0": 0.01, "value/w:0": 1.0}
     for name, w in weights:
         gain = next((g for key, g in gains.items() if name.endswith(key)), np.sqrt(2.0))
-        flat = w.reshape(-1, w.shape[-1])  # Columns orthogonal, each of norm `gain`.
-        np.testing.assert_allclose(flat.T @ flat, gain ** 2 * np.eye(flat.shape[1]),
-                                   atol=1e-4 * max(1.0, gain ** 2), err_msg=name)
+        assert w.reshape(-1, w.shape[-1]).shape[0] >= w.shape[-1], name  # Columns, as below.
+        _assert_orthogonal(w, gain, atol=1e-4 * max(1.0, gain ** 2), name=name)
     for name, b in _by_name(network):
         if name.endswith("b:0"):
             assert not b.any(), name
@@ -81,10 +89,7 @@ def test_separate_torsos_take_the_orthogonal_gains_of_stable_baselines3():
         assert sorted(w.shape for w in weights) == [(4, 64), (64, 1 if out_gain == 1.0 else 2),
                                                    (64, 64)]
         for w in weights:
-            gain = out_gain if w.shape[1] < 64 else np.sqrt(2.0)
-            small = min(w.shape)  # Orthogonal along the smaller side, each of norm `gain`.
-            gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
-            np.testing.assert_allclose(gram, gain ** 2 * np.eye(small), atol=1e-4)
+            _assert_orthogonal(w, out_gain if w.shape[1] < 64 else np.sqrt(2.0), atol=1e-4)
         assert not any(v.numpy().any() for v in branch.trainable_variables
                        if v.name.endswith("b:0"))
     logits, _ = network(tf.ones((3, 4)))
