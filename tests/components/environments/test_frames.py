@@ -1,4 +1,4 @@
-"""frames_last gives exactly the transpose, on the fast path (4 uint8 frames) and off it."""
+"""frames_last gives exactly the transpose, on the fast path (uint8 planes merged) and off it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from components.environments.frames import frames_last
 
 
 @pytest.mark.parametrize("shape,dtype", [
-    ((16, 4, 84, 84), np.uint8),  # A batched Pong step: the packed path.
+    ((16, 4, 84, 84), np.uint8),  # A batched Pong step: merged.
     ((4, 84, 84), np.uint8),  # One game's stack.
-    ((2, 3, 7, 5), np.uint8),  # Three frames: the transpose.
+    ((2, 3, 4, 7, 5), np.uint8),  # Two lead axes.
+    ((2, 3, 7, 5), np.uint8),  # Three frames.
+    ((2, 5, 7, 5), np.uint8),  # Five frames.
+    ((2, 1, 7, 5), np.uint8),  # One frame: the transpose.
     ((2, 4, 7, 5), np.float32),  # Not bytes: the transpose.
 ])
 def test_frames_last_is_the_transpose(shape, dtype):
@@ -23,6 +26,19 @@ def test_frames_last_is_the_transpose(shape, dtype):
     assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
     np.testing.assert_array_equal(got, want)
     assert got[..., -1].tolist() == frames[..., -1, :, :].tolist()  # The newest frame last.
+    assert not np.shares_memory(got, frames)
+
+
+def test_frames_last_of_a_view_of_longer_runs():
+    """Frames-once replay items hold S + n frames each; their first S (a view whose items
+    are S + n frames apart) and a window further on move like copies of them."""
+    rng = np.random.default_rng(1)
+    runs = rng.integers(0, 256, (6, 7, 84, 84)).astype(np.uint8)
+    for window in (runs[:, :4], runs[:, 3:7], runs[::2, 1:5]):
+        assert not window.flags.c_contiguous
+        np.testing.assert_array_equal(frames_last(window),
+                                      frames_last(np.ascontiguousarray(window)))
+        np.testing.assert_array_equal(frames_last(window), np.transpose(window, (0, 2, 3, 1)))
 
 
 def test_frames_last_rejects_what_is_not_a_stack():
