@@ -61,8 +61,10 @@ def unpack_frames_once(n_step: int) -> Callable[[reverb.ReplaySample], reverb.Re
 
     The stacks move channels last through `frames_last` (OpenCV's SIMD interleave) in a
     `tf.numpy_function`: on this project's 2-core machine XLA's transpose and gather took
-    about 2 ms of CPU a batch of 32 Pong transitions in tf.data, 63 us a sample, which put
-    frames-once sampling at 0.75-0.8x whole stacks (bench/replay.py)."""
+    about 2 ms of CPU a batch of 32 Pong transitions in tf.data, 63 us a sample. In one A/B
+    run on one server (2026-12-03): 7,967-8,188 samples/s this way against 7,109-7,467 with
+    XLA (whole stacks, which need no move: 9,499-9,787). What is left of the gap is the map
+    stage itself, about 1 ms of CPU a batch whatever it computes (docs/benchmarks.md)."""
     if n_step < 1:
         raise ValueError(f"n_step must be >= 1, got {n_step}")
 
