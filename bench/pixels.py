@@ -2,7 +2,7 @@
 
 Each run is the command line with the presets the environment picks (threads
 launcher), in its own logdir under --logroot. Started again after a stop
-(Ctrl-C, a killed session), a run resumes from its logdir's checkpoint and
+(Ctrl-C or SIGTERM to this script, a killed session), a run resumes from its logdir's checkpoint and
 its curve goes on; a run that took its budget is not run again. After each
 run (finished or not) its curve is written to
 bench/results/pixels/<run>-s<seed>.json (evaluation rounds: actor steps,
@@ -130,6 +130,10 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
     return result
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default="dqn-minatar-breakout",
@@ -144,6 +148,10 @@ def main(argv=None) -> int:
     unknown = [r for r in runs if r not in RUNS]
     if unknown:
         parser.error(f"--runs: unknown {unknown}; allowed: {', '.join(RUNS)}")
+    # SIGTERM stops the run as Ctrl-C does, and so does a SIGINT that a background start
+    # (`nohup ... &` from a script) would otherwise ignore.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     code = 0
     for run in runs:
         if not args.report_only:
