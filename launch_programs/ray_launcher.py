@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -76,6 +77,9 @@ class RayConfig:
     spread_actors: bool = True  # Actor nodes spread over the cluster's nodes (Ray's SPREAD).
 
     def __post_init__(self):
+        from agentkit.config import require_finite_floats
+
+        require_finite_floats(self)
         require(self.cpus_per_actor >= 0, "cpus_per_actor", ">= 0", self.cpus_per_actor)
         require(self.learner_cpus >= 0, "learner_cpus", ">= 0", self.learner_cpus)
         require(self.learner_gpus >= 0, "learner_gpus", ">= 0", self.learner_gpus)
@@ -122,8 +126,11 @@ def check_ray_address(address: str, timeout_s: float = 5.0) -> str:
     Ray itself would retry an unreachable address for many minutes; this
     answers within `timeout_s`, and `auto` without a cluster in one line.
     """
+    import ray
     from ray._private import services
 
+    if is_loopback_address(address):  # Else Ray rewrites 127.0.0.1 to the host's address.
+        loopback_only(ray)
     try:
         resolved = services.canonicalize_bootstrap_address_or_die(address)
     except (ConnectionError, ValueError) as e:
@@ -286,6 +293,22 @@ def _exit_on_sigterm(signum, frame):
 
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+RAY_ADDRESS_ENV = "RAY_ADDRESS"
+TEMP_PREFIX = "agentkit-ray-"
+
+
+def private_temp_dir() -> str:
+    """A new folder (mode 0700) for a local Ray's session files. Under /tmp, not $TMPDIR:
+    Ray's unix socket paths inside it must stay under the kernel's 107 bytes."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=TEMP_PREFIX, dir="/tmp")
+
+
+def is_loopback_address(address: str) -> bool:
+    """Whether a host:port names this machine's loopback interface (a local_cluster)."""
+    host = address.rpartition(":")[0].strip("[]") if ":" in address else address
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def share_import_path() -> None:
@@ -346,6 +369,7 @@ class RayLauncher:
         self._threads_per_node = 16
         self._remote_class: Any = None  # ray.remote(NodeProcess), made with the plan.
         self._run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster.
+        self._temp_dir: str | None = None  # A local Ray's session files; removed by close().
 
     def request_stop(self) -> None:
         """Asks a running `launch()` (in another thread) to stop the program."""
@@ -398,13 +422,20 @@ class RayLauncher:
     def _init_ray(self, ray) -> None:
         if self._config.ray_address:
             self._join_ray(ray)
-        else:
-            loopback_only(ray)
-            quiet_token_auth_notice()
-            share_import_path()
-            needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
-            ray.init(num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
-                     include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True)
+            return
+        loopback_only(ray)
+        quiet_token_auth_notice()
+        share_import_path()
+        # A local Ray of this run's own: not one that RAY_ADDRESS or a stale
+        # /tmp/ray/ray_current_cluster names (only --ray_address joins a cluster), and its
+        # session files (unix sockets among them) in a folder only this user can enter,
+        # removed by close(), instead of the host's shared /tmp/ray.
+        os.environ.pop(RAY_ADDRESS_ENV, None)
+        self._temp_dir = private_temp_dir()
+        needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
+        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
+                 include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True,
+                 _temp_dir=self._temp_dir)
 
     def _join_ray(self, ray) -> None:
         """ray.init on the cluster at --ray_address, failing in about 20 s, not 14 minutes.
@@ -416,6 +447,8 @@ class RayLauncher:
         for name, value in CONNECT_TIMEOUTS.items():
             os.environ.setdefault(name, value)
         address = self._config.ray_address
+        if is_loopback_address(address):  # A cluster on this machine (local_cluster).
+            loopback_only(ray)
         quiet_token_auth_notice()
         try:
             ray.init(address=address, log_to_driver=True)
@@ -438,13 +471,6 @@ class RayLauncher:
         """Creates these nodes' processes and waits for their constructors."""
         import ray
 
-        if self._plan is None:
-            kinds = Counter(node.kind for node in self._program.nodes.values())
-            self._plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
-            # Calls a node serves at once: its run() and every caller that may wait in it
-            # (an inference node holds one call per actor group while it gathers a batch).
-            self._threads_per_node = max(16, 2 * kinds.get("actor", 0) + 4)
-            self._remote_class = ray.remote(NodeProcess)
         on_cluster = bool(self._config.ray_address)
         for name in names:
             node = self._program.nodes[name]
@@ -501,13 +527,29 @@ class RayLauncher:
 
     # -- run -----------------------------------------------------------------
 
+    def start(self) -> None:
+        """Starts (or joins) Ray and plans where each node goes: a placement that cannot be
+        met (PlacementError) or a cluster that does not answer (RayAddressError) fails here,
+        before any node exists. `launch()` calls it if the caller did not."""
+        if self._plan is not None:
+            return
+        self._start_ray()
+        import ray
+
+        self.timings["ray_up"] = time.time()
+        kinds = Counter(node.kind for node in self._program.nodes.values())
+        self._plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
+        # Calls a node serves at once: its run() and every caller that may wait in it
+        # (an inference node holds one call per actor group while it gathers a batch).
+        self._threads_per_node = max(16, 2 * kinds.get("actor", 0) + 4)
+        self._remote_class = ray.remote(NodeProcess)
+
     def launch(self) -> LaunchResult:
         status, error = "completed", None
         try:
-            self._start_ray()
+            self.start()
             import ray
 
-            self.timings["ray_up"] = time.time()
             for wave in self._waves():
                 self._build(wave)
                 for name in wave:
@@ -650,6 +692,7 @@ class RayLauncher:
             if self._owns_ray:  # Interrupted inside ray.init: release what it started.
                 ray.shutdown()
                 self._owns_ray = False
+            self._remove_temp_dir()
             return
         for handle in self._handles.values():
             try:
@@ -660,6 +703,12 @@ class RayLauncher:
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
+        self._remove_temp_dir()
+
+    def _remove_temp_dir(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
 
 def launch_ray(program: Program, config: RayConfig | None = None) -> LaunchResult:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from launch_programs.flag_help import field_comments, flag_help
+from launch_programs.stop_signals import StopSignals, signal_received
 
 COMMAND_START = time.time()  # The start-up figures in summary.json count from here.
 
@@ -202,6 +203,11 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
         builder_class = get_agent(known.agent)
     except AgentError as e:
         raise UsageError(str(e)) from None
+    except KeyboardInterrupt:
+        if signal_received():  # Ctrl-C during a slow import: the command stops.
+            raise
+        raise UsageError(f"--agent={known.agent}: loading it raised KeyboardInterrupt "
+                         f"(no signal came: the agent's own code raised it)") from None
     parser = _base_parser()
     program_preset = builder_class.program_preset(known.env)
     unknown = sorted(set(program_preset) - {f.name for f in dataclasses.fields(ProgramConfig)})
@@ -318,57 +324,6 @@ def prepare(run: RunSpec):
     return builder, factory, spec
 
 
-class StopSignals:
-    """Turns the first SIGINT or SIGTERM into a clean stop; later ones only say so.
-
-    Before `arm()` a signal is only recorded (the run then does not start);
-    once armed, it raises KeyboardInterrupt in the main thread, which the
-    launchers answer with their ordered shutdown. After `disarm()` (while the
-    summary is written) signals are recorded again, never raised.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.received: int | None = None
-        self._armed = False
-        self._previous = {}
-
-    def install(self) -> StopSignals:
-        for signum in self.SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def uninstall(self) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
-
-    def _handle(self, signum, frame) -> None:
-        if self.received is not None:
-            print(f"[run] {signal.Signals(signum).name}: already stopping", file=sys.stderr,
-                  flush=True)
-            return
-        self.received = signum
-        print(f"[run] {signal.Signals(signum).name}: stopping (flushing adders, saving the "
-              f"learner, writing the summary)", file=sys.stderr, flush=True)
-        if self._armed:
-            self._armed = False
-            raise KeyboardInterrupt
-
-    def arm(self) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt
-        self._armed = True
-
-    def disarm(self) -> None:
-        self._armed = False
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + (self.received or signal.SIGINT)
-
-
 def _isolate(argv: Sequence[str]) -> None:
     """Before anything starts a thread: a local run (threads, or a Ray of its own) moves into
     private namespaces. Reads only the flags it needs; a bad value is left to the full parse."""
@@ -403,7 +358,8 @@ def main(argv: Sequence[str] | None = None, isolate: bool = False) -> int:
 
 
 def _check_before_launch(run: RunSpec):
-    """Every check that needs no process started: the logdir, a resume, the ports, the cluster.
+    """Every check that needs no process started: the ports, the cluster, the logdir and a
+    resume (last: it takes the logdir's lock).
 
     Returns the inspected run directory; raises ValueError (one line) on failure.
     """
@@ -411,47 +367,115 @@ def _check_before_launch(run: RunSpec):
     from launch_programs.ray_launcher import check_ray_address
     from launch_programs.run_dir import RunDir
 
-    run_dir = RunDir.inspect(run)
     port = run.program_config.replay_port
     if port and not run.on_cluster and port_in_use(port):
         raise UsageError(f"--replay_port: port {port} is in use")
     if run.on_cluster:
         check_ray_address(run.ray_config.ray_address)
-    return run_dir
+    return RunDir.inspect(run)
+
+
+@dataclasses.dataclass
+class _Start:
+    """What a life is launched with, once every check passed and the logdir is open."""
+
+    run: RunSpec
+    run_dir: Any
+    program: Any
+    launcher: Any
+    life_start: float  # time.time() as this life began.
+    start: float  # The run's start: wall_time_s continues over lives.
 
 
 def _main(argv: list[str], signals: StopSignals) -> int:
+    started: _Start | None = None
+    run_dir = launcher = None
     try:
-        run = parse(argv)
-        if run is None:
+        try:
+            run = parse(argv)
+            if run is None:
+                return 0
+            run_dir, launcher, started = _start(run, signals)
+        except KeyboardInterrupt:  # A signal before the logdir was touched.
+            print("[run] stopped before the run started: nothing in --logdir changed",
+                  file=sys.stderr, flush=True)
+            return signals.exit_code
+        except (UsageError, ValueError) as e:  # Placement and Ray address errors included.
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if started is None:
             return 0
-        from launch_programs.devices import configure_tensorflow
+        return _run_life(started, signals)
+    finally:
+        if launcher is not None:
+            launcher.close()  # Under ray: no node process outlives the run.
+        if run_dir is not None:
+            run_dir.close()  # The logdir's lock.
 
-        configure_tensorflow()  # GPU memory growth, before prepare() runs the first op.
-        builder, factory, spec = prepare(run)
-        batched_factory = batched_environment_factory(run)
-        run_dir = _check_before_launch(run)
+
+def _start(run: RunSpec, signals: StopSignals):
+    """Checks everything that can refuse the run, then opens the logdir (only then does
+    `--fresh` clear it). Returns (run_dir, launcher, _Start); _Start is None when the run has
+    nothing left to do. The caller closes what it gets, also when this raises."""
+    from launch_programs.agent_program import make_agent_program
+    from launch_programs.devices import configure_tensorflow
+    from launch_programs.ray_launcher import RayLauncher
+    from launch_programs.threads import ThreadsLauncher
+
+    configure_tensorflow()  # GPU memory growth, before prepare() runs the first op.
+    builder, factory, spec = prepare(run)
+    batched_factory = batched_environment_factory(run)
+    run_dir = _check_before_launch(run)
+    try:
         budget = run.program_config.max_actor_steps
         if run_dir.budget_spent(budget):  # Rerunning a finished run changes nothing in it.
             print(f"[run] {run.logdir} already took its budget (actor_steps="
                   f"{int(run_dir.initial_counts['actor_steps'])} >= --max_actor_steps={budget}): "
                   f"nothing to run; raise --max_actor_steps to go on", flush=True)
-            return 0
-        run_dir.open()  # Only now: --fresh clears the old run's files.
-    except (UsageError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            run_dir.close()
+            return None, None, None
+        life_start = time.time()
+        start = life_start - run_dir.prior_wall_s  # The run's start: wall_time_s continues.
+        node_config = run.program_config
+        if run.progress and node_config.print_every_s > 0:  # The driver's line stands for theirs.
+            node_config = dataclasses.replace(node_config, print_every_s=0)
+        program = make_agent_program(builder, factory, spec, node_config, run.logdir, start,
+                                     name=run.agent, initial_counts=run_dir.initial_counts,
+                                     batched_environment_factory=batched_factory)
+        launcher = RayLauncher(program, run.ray_config) if run.launch == "ray" else \
+            ThreadsLauncher(program)
+    except BaseException:
+        run_dir.close()
+        raise
+    try:
+        if run.launch == "ray" and not run.on_cluster and os.environ.get("RAY_ADDRESS"):
+            print(f"[run] RAY_ADDRESS={os.environ['RAY_ADDRESS']} is ignored: a run joins a "
+                  f"cluster only with --ray_address; this one starts a Ray of its own", flush=True)
+        if run.launch == "ray":
+            launcher.start()  # Ray up and the placement planned: refusals come before the clear.
+        with signals.held():  # A signal during the clear is answered once it is done.
+            run_dir.open()
+    except BaseException:
+        launcher.close()
+        run_dir.close()
+        raise
+    return run_dir, launcher, _Start(run, run_dir, program, launcher, life_start, start)
 
+
+def _run_life(started: _Start, signals: StopSignals) -> int:
+    """Launches the program, stops it on a signal, writes the summary; the exit code."""
     from agentkit.config import as_dict
-    from launch_programs.agent_program import make_agent_program
-    from launch_programs.placement import PlacementError
     from launch_programs.program import LaunchResult
-    from launch_programs.ray_launcher import RayAddressError, RayLauncher
+    from launch_programs.progress import ProgressReader, ProgressReporter
     from launch_programs.run_dir import describe_changes, restarts_of_all_lives
     from launch_programs.summary import write_summary
-    from launch_programs.threads import ThreadsLauncher
 
+    run, run_dir, program, launcher = started.run, started.run_dir, started.program, started.launcher
+    start = started.start
     initial_counts = run_dir.initial_counts
+    if run_dir.kept:
+        print(f"[run] --fresh kept {len(run_dir.kept)} files that no run wrote: "
+              f"{', '.join(run_dir.kept[:5])}{' ...' if len(run_dir.kept) > 5 else ''}", flush=True)
     if initial_counts is not None:  # Resume: counts, budget and wall time go on from there.
         print(f"[run] resuming from {run.logdir}: actor_steps="
               f"{int(initial_counts.get('actor_steps', 0))} learner_steps="
@@ -463,28 +487,13 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         if run_dir.unchecked:
             print(f"[run] {run.logdir} has no run.json (an older run): its settings were not "
                   f"compared with this command's", flush=True)
-    life_start = time.time()
-    start = life_start - run_dir.prior_wall_s  # The run's start: wall_time_s continues.
     every_s = run.program_config.print_every_s
-    with_progress = run.progress and every_s > 0  # The driver's line stands for the nodes'.
-    node_config = run.program_config
-    if with_progress:
-        node_config = dataclasses.replace(run.program_config, print_every_s=0)
-    program = make_agent_program(builder, factory, spec, node_config, run.logdir, start,
-                                 name=run.agent, initial_counts=initial_counts,
-                                 batched_environment_factory=batched_factory)
-    from launch_programs.progress import ProgressReader, ProgressReporter
-
     reader = ProgressReader(run.logdir)  # The nodes' CSVs, read once for line and monitor.
     monitor = _make_monitor(reader, start, program, run.program_config)
     reporter = None
-    if with_progress:
+    if run.progress and every_s > 0:
         reporter = ProgressReporter(run.logdir, run.program_config.max_actor_steps, every_s,
                                     monitor=monitor, reader=reader)
-    if run.launch == "ray":
-        launcher = RayLauncher(program, run.ray_config)
-    else:
-        launcher = ThreadsLauncher(program)
     network = _network_line(run)
     if network:
         print(f"[run] {network}", flush=True)
@@ -495,37 +504,32 @@ def _main(argv: list[str], signals: StopSignals) -> int:
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
     try:
-        try:
-            signals.arm()
-            monitor.start()
-            if reporter is not None:
-                reporter.start()
-            result = launcher.launch()
-        except KeyboardInterrupt:  # The signal came before the launcher could catch it.
-            result = LaunchResult("interrupted", {})
-        except (RayAddressError, PlacementError) as e:  # Before any node process started.
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        finally:
-            signals.disarm()
-            monitor.stop()  # Its last sample: the end of the run.
-            if reporter is not None:
-                reporter.report()  # Where the run ended.
-                reporter.stop()
-        counter = result.objects.get("counter")
-        counts = dict(initial_counts or {})
-        if counter is not None:
-            try:
-                counts = counter.checkpoint()  # Saved at every stop, returned for the summary.
-            except ValueError as e:  # A checkpoint that cannot be written (a full disk).
-                print(f"error: {e}", file=sys.stderr)
-                counts = counter.get_counts()
-        # Before close(): under ray these are calls to the nodes.
-        replay_tables = _ask_node(result, "replay", "info")
-        startup = _startup(launcher, result)
-        inference = _ask_node(result, "inference", "stats")
+        signals.arm()
+        monitor.start()
+        if reporter is not None:
+            reporter.start()
+        result = launcher.launch()
+    except KeyboardInterrupt:  # The signal came before the launcher could catch it.
+        result = LaunchResult("interrupted", {})
     finally:
-        launcher.close()  # Under ray: no node process outlives the run.
+        signals.disarm()
+        monitor.stop()  # Its last sample: the end of the run.
+        if reporter is not None:
+            reporter.report()  # Where the run ended.
+            reporter.stop()
+    counter = result.objects.get("counter")
+    counts = dict(initial_counts or {})
+    if counter is not None:
+        try:
+            counts = counter.checkpoint()  # Saved at every stop, returned for the summary.
+        except ValueError as e:  # A checkpoint that cannot be written (a full disk).
+            print(f"error: {e}", file=sys.stderr)
+            counts = counter.get_counts()
+    # Before close(): under ray these are calls to the nodes.
+    replay_tables = _ask_node(result, "replay", "info")
+    startup = _startup(launcher, result)
+    inference = _ask_node(result, "inference", "stats")
+    launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
     extra = {"network": _network_status(run), "preset": run.preset, **monitor.summary()}
@@ -541,7 +545,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         extra["signal"] = signal.Signals(signals.received).name
     if result.error is not None:
         extra["error"] = _one_line(result.error)
-    life_wall = time.time() - life_start
+    life_wall = time.time() - started.life_start
     restarts = dict(launcher.restarts) if run.launch == "ray" else None
     run_dir.end_life(result.status, counts, life_wall, restarts)
     if any(life.get("launch") == "ray" for life in run_dir.lives):

@@ -1,9 +1,12 @@
 """The run directory (`--logdir`): what a run may clear, resume and must not mix.
 
 A directory becomes a run's when the run writes its marker file there.
-`--fresh` clears only a marked directory (or an unmarked one that holds
-nothing but a run's files: a run from before the marker), and only the
-files a run writes (a user's own files next to them stay). `run.json` records the agent, the
+A run uses an empty or new directory, a marked one, or an unmarked one that
+holds nothing but a run's files (a run from before the marker);
+`--fresh` deletes only the files a run writes (`run_files`: a user's own
+files next to them stay). A run holds the directory's lock from its first
+check to its end, and refuses a directory where another user could make
+it write through a symbolic link. `run.json` records the agent, the
 environment and every setting; a rerun in the same directory resumes only
 if it matches them, except for the settings that may change on resume
 (`RESUMABLE`: the step budget, logging, where the nodes run), which are
@@ -21,17 +24,14 @@ import contextlib
 import datetime
 import json
 import os
-import shutil
+import fcntl
 from typing import Any
 
-from launch_programs.counter_node import read_saved_counts
+from launch_programs import run_files
+from launch_programs.counter_node import checkpoint_path, read_saved_counts
+from launch_programs.run_files import MARKER, RECORD
 from launch_programs.summary import to_json, write_json
 
-MARKER = ".agentkit-run"
-RECORD = "run.json"
-# The files and folders a run writes at the top of its logdir (loggers write `<node kind>.csv`).
-RUN_FILES = ("checkpoints", "tb", "summary.json", RECORD, MARKER)
-NODE_LOGS = ("actor", "learner", "evaluator", "monitor")  # monitor.csv: the driver's.
 # Settings that may differ between lives of one run: the step budget, logging and checkpoint
 # periods, and where the nodes run. Every other setting is part of what the run is.
 RESUMABLE = frozenset({"max_actor_steps", "print_every_s", "checkpoint_every_s", "replay_port",
@@ -40,15 +40,6 @@ RESUMABLE = frozenset({"max_actor_steps", "print_every_s", "checkpoint_every_s",
 
 class RunDirError(ValueError):
     """The logdir cannot be used as asked; the message names it and what to do."""
-
-
-def run_files(logdir: str) -> list[str]:
-    """The paths under `logdir` that a run wrote (those `--fresh` removes)."""
-    names = list(RUN_FILES)
-    for label in NODE_LOGS:
-        names += [f"{label}.csv", f".{label}.csv.lock", f"{label}.csv.tmp"]
-    names += [f"{name}.tmp" for name in ("summary.json", RECORD)]
-    return [os.path.join(logdir, n) for n in names if os.path.lexists(os.path.join(logdir, n))]
 
 
 def settings(run) -> dict[str, Any]:
@@ -84,7 +75,13 @@ def describe_changes(changed: dict[str, tuple[Any, Any]]) -> str:
 
 
 class RunDir:
-    """One run's logdir: checked by `inspect`, then opened for this life."""
+    """One run's logdir: checked by `inspect`, then opened for this life, closed at its end.
+
+    From `inspect` to `close` the run holds an exclusive lock on the directory
+    (flock on the directory itself, so no file is made before the checks
+    pass); a second run in the same logdir is refused, and a run killed with
+    -9 leaves no stale lock (the kernel drops it with the process).
+    """
 
     def __init__(self, logdir: str, fresh: bool, current: dict[str, Any]):
         self.logdir = logdir
@@ -95,35 +92,43 @@ class RunDir:
         self.initial_counts: dict[str, float] | None = None
         self.prior_wall_s = 0.0  # Wall time of the run's earlier lives.
         self.unchecked = False  # Resuming a run that has no run.json (nothing to compare).
+        self.kept: list[str] = []  # Files --fresh left because no run wrote them.
+        self._lock_fd: int | None = None
 
     @classmethod
     def inspect(cls, run) -> RunDir:
         """Checks that `run` may use its logdir; reads what a resume continues from."""
         self = cls(run.logdir, run.fresh, settings(run))
+        try:
+            self._inspect()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _inspect(self) -> None:
         path = self.logdir
         if os.path.lexists(path) and not os.path.isdir(path):
             raise RunDirError(f"--logdir: {path} is a file, not a directory")
         if not os.path.isdir(path):
-            return self
-        marked = os.path.exists(os.path.join(path, MARKER))
-        if self.fresh:
-            # Unmarked (a run from before the marker existed) is fine when it holds nothing else.
-            own = {os.path.basename(p) for p in run_files(path)}
-            foreign = sorted(set(os.listdir(path)) - own)
-            if not marked and foreign:
+            return
+        self._lock()
+        _check_safe(path)
+        own, foreign, _ = run_files.walk(path)
+        marked = MARKER in own
+        if not marked and foreign:
+            listed = f"{', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}"
+            if self.fresh:
                 raise RunDirError(
                     f"--fresh: {path} is not a run directory of this toolkit (no {MARKER} marker, "
-                    f"and it holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}), "
-                    f"so nothing in it is deleted; give a new --logdir")
-            return self
-        record_path = os.path.join(path, RECORD)
-        if os.path.exists(record_path):
-            try:
-                with open(record_path) as f:
-                    record = json.load(f)
-            except (OSError, ValueError) as e:
-                raise RunDirError(f"--logdir: {record_path} is damaged ({e}); rerun with --fresh "
-                                  f"or another --logdir") from None
+                    f"and it holds {listed}), so nothing in it is deleted; give a new --logdir")
+            raise RunDirError(
+                f"--logdir: {path} is not empty and not a run directory of this toolkit (no "
+                f"{MARKER} marker; it holds {listed}); give an empty or new --logdir")
+        if self.fresh:
+            return
+        record = _read_record(os.path.join(path, RECORD))
+        if record is not None:
             self.changed = differences(record, self.current)
             fixed = {k: v for k, v in self.changed.items() if k not in RESUMABLE}
             if fixed:
@@ -132,8 +137,14 @@ class RunDir:
                     f"rerun with --fresh to replace it, or use another --logdir")
             self.lives = list(record.get("lives", []))
         saved = read_saved_counts(path)  # A damaged file fails here, naming it.
+        if saved is None and _recorded_steps(self.lives):
+            raise RunDirError(
+                f"--logdir: {checkpoint_path(path)} is missing, but {RECORD} records "
+                f"{len(self.lives)} earlier lives up to actor_steps={_recorded_steps(self.lives)}: "
+                f"a resume would restart the counts and wall time at 0; put the file back, or "
+                f"rerun with --fresh to start over")
         if saved is not None:
-            self.unchecked = not os.path.exists(record_path)
+            self.unchecked = record is None
             self.initial_counts, counter_wall = saved
             self.prior_wall_s = max(counter_wall, _recorded_wall(self.lives))
         learner = os.path.join(path, "checkpoints", "learner.npz")
@@ -141,23 +152,44 @@ class RunDir:
             from agentkit.checkpointing import read_checkpoint
 
             read_checkpoint(learner)
-        return self
+        from components.replay.checkpoints import check_replay_checkpoint
+
+        check_replay_checkpoint(os.path.join(path, "checkpoints", "replay"))
+
+    def _lock(self) -> None:
+        """Takes the directory's lock, or refuses: another run is using it now."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.logdir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RunDirError(f"--logdir: {self.logdir} is in use by another run that is still "
+                              f"going; wait for it to end, or give another --logdir") from None
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        """Releases the directory's lock (at the end of the life, or of a refused start)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def budget_spent(self, max_actor_steps: int) -> bool:
         """Whether a resumed run already took its whole step budget (nothing left to run)."""
         return bool(self.initial_counts) and self.initial_counts.get("actor_steps", 0) >= max_actor_steps
 
     def open(self) -> None:
-        """Clears the run's own files (`--fresh`), creates the logdir, records this life."""
+        """Creates the logdir, clears the run's own files (`--fresh`), records this life."""
         try:
-            if self.fresh:
-                for item in run_files(self.logdir):
-                    if os.path.isdir(item) and not os.path.islink(item):
-                        shutil.rmtree(item)
-                    else:
-                        os.remove(item)
             os.makedirs(self.logdir, exist_ok=True)
-            with open(os.path.join(self.logdir, MARKER), "w") as f:
+            self._lock()  # A logdir that did not exist at inspect() is locked now.
+            _check_safe(self.logdir)  # Made since inspect(): checked again, under the lock.
+            if self.fresh:
+                self.kept = run_files.clear(self.logdir)
+            fd = os.open(os.path.join(self.logdir, MARKER),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w") as f:
                 f.write("A run directory of agentkit: --fresh may clear the run's files here.\n")
         except OSError as e:
             raise RunDirError(f"--logdir: cannot write to {self.logdir}: {e.strerror or e}") from None
@@ -205,3 +237,64 @@ def _recorded_wall(lives: list[dict[str, Any]]) -> float:
         return 0.0
     last = lives[-1]
     return float(last.get("wall_time_s_before", 0.0)) + float(last.get("wall_time_s", 0.0))
+
+
+def _check_safe(path: str) -> None:
+    """Refuses a logdir where another user could make the run write through a link: one not
+    owned by this user or writable by others, or a run file or folder that is a symlink."""
+    info = os.stat(path)
+    if info.st_uid != os.geteuid():
+        raise RunDirError(f"--logdir: {path} belongs to another user (uid {info.st_uid}), who "
+                          f"could plant links in it; give a directory of your own")
+    if info.st_mode & 0o002:
+        raise RunDirError(f"--logdir: {path} is writable by every user, who could plant links "
+                          f"in it; run `chmod o-w {path}` or give another --logdir")
+    links = [rel for rel in run_files.symlinks(path)
+             if run_files.is_run_file(rel) or run_files.is_run_folder(rel)]
+    if links:
+        target = os.readlink(os.path.join(path, links[0]))
+        raise RunDirError(f"--logdir: {os.path.join(path, links[0])} is a symbolic link (to "
+                          f"{target}); a run never writes through a link it did not make: "
+                          f"remove it, or give another --logdir")
+
+
+def _read_record(path: str) -> dict[str, Any] | None:
+    """run.json as a dict of the expected shape, None if absent; RunDirError if damaged."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        problem = _record_problem(record)
+    except (OSError, ValueError) as e:
+        problem = str(e)
+    if problem:
+        raise RunDirError(f"--logdir: {path} is damaged ({problem}); rerun with --fresh or "
+                          f"another --logdir")
+    return record
+
+
+def _record_problem(record: Any) -> str | None:
+    """What is wrong with the shape of a run.json, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for key in ("config", "program", "ray"):
+        if key in record and not isinstance(record[key], dict):
+            return f"{key!r} is not an object"
+    lives = record.get("lives", [])
+    if not isinstance(lives, list) or not all(isinstance(life, dict) for life in lives):
+        return "'lives' is not a list of objects"
+    for life in lives:
+        if not isinstance(life.get("node_restarts", {}), dict):
+            return "a life's 'node_restarts' is not an object"
+        for key in ("wall_time_s_before", "wall_time_s", "actor_steps", "actor_steps_before"):
+            if key in life and (isinstance(life[key], bool)
+                                or not isinstance(life[key], (int, float))):
+                return f"a life's {key!r} is not a number"
+    return None
+
+
+def _recorded_steps(lives: list[dict[str, Any]]) -> int:
+    """The most actor steps any recorded life reached (0: nothing counted yet)."""
+    return max((int(life.get(key, 0)) for life in lives
+                for key in ("actor_steps", "actor_steps_before")), default=0)

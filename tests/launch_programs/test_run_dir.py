@@ -17,7 +17,8 @@ import pytest
 
 from launch_programs import run
 from launch_programs.counter_node import CounterNode
-from launch_programs.run_dir import MARKER, RECORD, RunDir, run_files
+from launch_programs import run_files
+from launch_programs.run_dir import MARKER, RECORD, RunDir
 from launch_programs.summary import evaluation_stats
 
 SMALL = ["--hidden_sizes=32", "--head_hidden_size=32", "--max_actor_steps=1000"]
@@ -49,6 +50,7 @@ def _recorded_run(logdir, *flags, actor_steps: float = 500.0, wall_s: float = 30
     for name in ("actor.csv", "learner.csv", "summary.json"):
         (logdir / name).write_text("x\n")
     (logdir / "tb").mkdir()
+    run_dir.close()  # Its lock: the life is over.
     return run_dir
 
 
@@ -91,7 +93,8 @@ def test_fresh_clears_only_the_run_files_and_only_after_every_check(tmp_path, ca
     fresh.open()
     assert sorted(os.listdir(logdir)) == sorted([MARKER, RECORD, "notes.txt"])
     assert fresh.initial_counts is None and len(fresh.lives) == 1
-    assert run_files(str(logdir)) == [str(logdir / RECORD), str(logdir / MARKER)]
+    assert run_files.walk(str(logdir))[:2] == ([MARKER, RECORD], ["notes.txt"])
+    fresh.close()
 
 
 @pytest.mark.parametrize("flags,named", [
@@ -136,6 +139,7 @@ def test_a_killed_life_still_adds_the_wall_time_its_counter_saved(tmp_path):
     spec = run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=5000"])
     second = RunDir.inspect(spec)
     second.open()  # Life 2 starts, then is killed: it never calls end_life.
+    second.close()  # (Its lock goes with the killed process.)
     CounterNode(initial={"actor_steps": 900}, logdir=str(logdir),
                 start_time=time.time() - 75.0).checkpoint()
     third = RunDir.inspect(spec)

@@ -1,0 +1,104 @@
+"""How the command line answers SIGINT (Ctrl-C), SIGTERM and SIGHUP: one clean stop.
+
+SIGHUP is what a closed terminal or a dropped SSH session sends; it stops a
+run as cleanly as Ctrl-C (checkpoints saved, summary written), and output to
+the terminal that is gone goes to /dev/null from then on, so that the stop
+cannot fail on a write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+
+class StopSignals:
+    """Turns the first stop signal into a KeyboardInterrupt in the main thread; later ones only
+    say so.
+
+    Armed from `install()`: before launch nothing has started, so a signal
+    stops the command at once (even inside a slow import). `held()` only
+    records a signal while a step must not be cut (clearing the logdir); the
+    next `arm()` raises it. After `disarm()` (while the summary is written)
+    signals are recorded, never raised.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    current: StopSignals | None = None  # The installed instance (a real signal, or code?).
+
+    def __init__(self):
+        self.received: int | None = None
+        self._armed = True
+        self._previous = {}
+
+    def install(self) -> StopSignals:
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        StopSignals.current = self
+        return self
+
+    def uninstall(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+        if StopSignals.current is self:
+            StopSignals.current = None
+
+    def _handle(self, signum, frame) -> None:
+        if signum == signal.SIGHUP:
+            _detach_from_terminal()
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            print(f"[run] {name}: already stopping", file=sys.stderr, flush=True)
+            return
+        self.received = signum
+        print(f"[run] {name}: stopping (flushing adders, saving the learner, writing the "
+              f"summary)", file=sys.stderr, flush=True)
+        if self._armed:
+            self._armed = False
+            raise KeyboardInterrupt
+
+    def arm(self) -> None:
+        """From now on a signal raises; one that came while held raises now."""
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self._armed = True
+
+    def disarm(self) -> None:
+        self._armed = False
+
+    @contextlib.contextmanager
+    def held(self):
+        """Signals are recorded, not raised, inside; `arm()` after it raises one that came."""
+        was_armed, self._armed = self._armed, False
+        try:
+            yield
+        finally:
+            self._armed = was_armed and self.received is None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.received or signal.SIGINT)
+
+
+def signal_received() -> bool:
+    """Whether the installed StopSignals saw a signal (a KeyboardInterrupt without one was
+    raised by code, such as an agent's module)."""
+    return StopSignals.current is not None and StopSignals.current.received is not None
+
+
+def _detach_from_terminal() -> None:
+    """After SIGHUP: standard output and error that are a terminal go to /dev/null."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+            if os.isatty(fd):
+                with contextlib.suppress(OSError):
+                    stream.flush()
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd)
+                os.close(null)
+        except (OSError, ValueError, AttributeError):  # Closed or not a real file.
+            pass
