@@ -17,6 +17,7 @@ import zipfile
 import numpy as np
 
 from agentkit import core
+from agentkit.files import open_for_writing
 
 # What a damaged .npz raises on np.load or on reading one of its arrays.
 _DAMAGED = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
@@ -58,7 +59,8 @@ class Checkpointer:
         state = {k: np.asarray(v) for k, v in self._saveable.save().items()}
         tmp = self.path + ".tmp.npz"
         try:
-            np.savez(tmp, **state)
+            with open_for_writing(tmp, "wb") as f:
+                np.savez(f, **state)
             os.replace(tmp, self.path)
         except OSError as e:
             with contextlib.suppress(OSError):

@@ -298,8 +298,9 @@ TEMP_PREFIX = "agentkit-ray-"
 
 
 def private_temp_dir() -> str:
-    """A new folder (mode 0700) for a local Ray's session files. Under /tmp, not $TMPDIR:
-    Ray's unix socket paths inside it must stay under the kernel's 107 bytes."""
+    """A new folder (mode 0700) for a local Ray's session files. Ray makes its temp dir
+    mode 0777, so Ray gets `ray/` inside it: the 0700 parent keeps other users out. Under
+    /tmp, not $TMPDIR: Ray's unix socket paths inside must stay under the kernel's 107 bytes."""
     import tempfile
 
     return tempfile.mkdtemp(prefix=TEMP_PREFIX, dir="/tmp")
@@ -435,7 +436,7 @@ class RayLauncher:
         needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
         ray.init(address="local", num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
                  include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True,
-                 _temp_dir=self._temp_dir)
+                 _temp_dir=os.path.join(self._temp_dir, "ray"))
 
     def _join_ray(self, ray) -> None:
         """ray.init on the cluster at --ray_address, failing in about 20 s, not 14 minutes.

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import fcntl
 import json
 import os
-import fcntl
 from typing import Any
 
 from launch_programs import run_files

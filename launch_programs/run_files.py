@@ -21,7 +21,7 @@ _LOGS = "|".join(NODE_LOGS)
 _REVERB_DIR = r"\d{4}-\d\d-\d\dT[0-9:.]+[+-]\d\d:\d\d"  # Reverb names a checkpoint by its time.
 PATTERNS = tuple(re.compile(p) for p in (
     rf"{re.escape(MARKER)}",
-    rf"(run|summary)\.json(\.tmp)?",
+    r"(run|summary)\.json(\.tmp)?",
     rf"({_LOGS})\.csv(\.tmp)?",
     rf"\.({_LOGS})\.csv\.lock",
     rf"checkpoints/({'|'.join(CHECKPOINTS)})\.npz(\.tmp\.npz)?",
@@ -30,7 +30,8 @@ PATTERNS = tuple(re.compile(p) for p in (
     rf"tb/({_LOGS})/events\.out\.tfevents\.[\w.-]+",
 ))
 # The folders a run makes; --fresh removes one only when it is left empty.
-_FOLDERS = re.compile(rf"(checkpoints|checkpoints/replay|checkpoints/replay/{_REVERB_DIR}|tb|tb/({_LOGS}))")
+_FOLDERS = re.compile(
+    rf"(checkpoints|checkpoints/replay|checkpoints/replay/{_REVERB_DIR}|tb|tb/({_LOGS}))")
 
 
 def is_run_file(relative: str) -> bool:

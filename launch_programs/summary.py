@@ -9,6 +9,7 @@ import math
 import os
 from typing import Any
 
+from agentkit.files import open_for_writing
 from agentkit.loggers import read_csv
 
 
@@ -129,7 +130,7 @@ def write_json(path: str, data: Any) -> None:
     """Writes `data` to `path` atomically; a failed write (a full disk) leaves no temporary file."""
     tmp = path + ".tmp"
     try:
-        with open(tmp, "w") as f:
+        with open_for_writing(tmp) as f:
             json.dump(data, f, indent=1, default=_json_default)
         os.replace(tmp, path)
     except OSError:

@@ -10,6 +10,7 @@ import os
 import threading
 from typing import Any
 
+from agentkit.files import open_for_writing
 from agentkit.loggers.base import Logger, LoggingData
 
 
@@ -51,14 +52,14 @@ class CSVLogger(Logger):
             with open(self.path, "rb") as f:
                 f.seek(-1, os.SEEK_END)
                 cut = f.read(1) != b"\n"
-        self._file = open(self.path, "a", newline="")
+        self._file = open_for_writing(self.path, "a", newline="")
         if cut:  # Ends the cut row, so the next row starts a line of its own.
             self._file.write("\r\n")
         self._inode = os.fstat(self._file.fileno()).st_ino
 
     @contextlib.contextmanager
     def _file_lock(self):
-        with open(self._lock_path, "a") as lock:
+        with open_for_writing(self._lock_path, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -88,13 +89,13 @@ class CSVLogger(Logger):
         self._file.close()
         rows = read_csv(self.path) if self._fields else []
         tmp = self.path + ".tmp"
-        with open(tmp, "w", newline="") as f:
+        with open_for_writing(tmp, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=fields, restval="")
             writer.writeheader()
             writer.writerows(rows)
         os.replace(tmp, self.path)
         self._fields = fields
-        self._file = open(self.path, "a", newline="")
+        self._file = open_for_writing(self.path, "a", newline="")
         self._inode = os.fstat(self._file.fileno()).st_ino
 
     @property

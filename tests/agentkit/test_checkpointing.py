@@ -85,9 +85,8 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary_file(
     checkpointer = Checkpointer(Box(3), str(tmp_path), "box")
     checkpointer.save()
 
-    def full_disk(path, **arrays):
-        with open(path, "wb") as f:
-            f.write(b"partial")  # What a write that runs out of space leaves.
+    def full_disk(file, **arrays):
+        file.write(b"partial")  # What a write that runs out of space leaves.
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(checkpointing.np, "savez", full_disk)
