@@ -9,6 +9,7 @@ only through method calls, so the same graph runs under every launcher.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Container, Iterable
 from typing import Any
 
@@ -98,6 +99,17 @@ class Program:
         rest = [n for n in reversed(order) if n not in running and n not in enders]
         stages = [Stage(enders, True), Stage(runners, True)] + [Stage((n,), False) for n in rest]
         return [stage for stage in stages if stage.names]
+
+
+# After a node failed, how long a stage may take to stop: the learner that a blocked insert
+# waits for may be the node that died, so waiting the full join timeout only stalls the exit.
+FAILED_JOIN_TIMEOUT_S = 5.0
+
+
+def announce_failure(error: NodeError) -> None:
+    """One line as soon as a launcher sees a node fail (the summary names it again at the end)."""
+    print(f"[run] node {error.node} failed ({type(error.error).__name__}: "
+          f"{first_line(error.error)}); stopping the others", file=sys.stderr, flush=True)
 
 
 def first_line(error: BaseException) -> str:

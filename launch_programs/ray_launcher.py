@@ -35,11 +35,13 @@ from agentkit.core import ADVERTISE_HOST_ENV
 from launch_programs.devices import configure_tensorflow, tensorflow_environment
 from launch_programs.placement import ClusterNode, KindPlacement, parse_pins, plan_placement
 from launch_programs.program import (
+    FAILED_JOIN_TIMEOUT_S,
     Handle,
     LaunchResult,
     NodeError,
     Program,
     Stage,
+    announce_failure,
     first_line,
     shutdown_despite_interrupts,
 )
@@ -573,6 +575,9 @@ class RayLauncher:
         except KeyboardInterrupt:
             status = "interrupted"
         finally:
+            if error is not None:
+                announce_failure(error)
+                self._join_timeout_s = min(self._join_timeout_s, FAILED_JOIN_TIMEOUT_S)
             if self._ray_up() and shutdown_despite_interrupts(self.shutdown):
                 status = "interrupted"
         if error is not None:

@@ -58,6 +58,9 @@ def _load(target: str) -> Any:
         obj = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         raise AgentError(f"--agent: cannot import module '{module_name}': {e}") from None
+    except SystemExit as e:  # sys.exit() in the module: not the command's exit.
+        raise AgentError(f"--agent: importing module '{module_name}' called sys.exit({e.code!r})"
+                         ) from None
     except Exception as e:  # Whatever the module raises as it runs: name it, in one line.
         message = " ".join(str(e).split())
         raise AgentError(f"--agent: cannot import module '{module_name}': "
@@ -103,6 +106,8 @@ def _as_builder_class(obj: Any, target: str) -> type[ActorLearnerBuilder]:
             pass
         try:
             made = obj()
+        except SystemExit as e:
+            raise AgentError(f"--agent: '{target}()' called sys.exit({e.code!r})") from None
         except Exception as e:
             message = " ".join(str(e).split())
             raise AgentError(f"--agent: '{target}()' raised {type(e).__name__}: {message}") from None

@@ -238,6 +238,9 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
         raise UsageError(str(e)) from None
     preset = _applied_preset(builder_class, args.env, values, program_config, agent_config)
     logdir = args.logdir or os.path.join("runs", f"{_tag(args.agent)}-{_tag(args.env)}-s{args.seed}")
+    # `--logdir=~/runs/x` (a shell leaves `~` after `=` as it is): the home folder, as a user
+    # means, never a folder named `~` here (that a later `rm -rf ~` would turn into a disaster).
+    logdir = os.path.expanduser(logdir)
     # Absolute: node processes need not share this process's working directory.
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
@@ -347,6 +350,9 @@ def main(argv: Sequence[str] | None = None, isolate: bool = False) -> int:
     """The command line. With `isolate` (as `python -m launch_programs.run`), a local run
     first moves into private namespaces (launch_programs.isolation)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # TensorFlow's INFO lines (its CPU-feature notice on every import) would stand before an
+    # error's one line; warnings and errors still show.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     if isolate:
         _isolate(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
@@ -504,7 +510,7 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
     try:
-        signals.arm()
+        signals.arm(launching=True)
         monitor.start()
         if reporter is not None:
             reporter.start()

@@ -31,6 +31,7 @@ class StopSignals:
     def __init__(self):
         self.received: int | None = None
         self._armed = True
+        self._launched = False  # Whether there is a program to stop (else: nothing started).
         self._previous = {}
 
     def install(self) -> StopSignals:
@@ -54,14 +55,17 @@ class StopSignals:
             print(f"[run] {name}: already stopping", file=sys.stderr, flush=True)
             return
         self.received = signum
-        print(f"[run] {name}: stopping (flushing adders, saving the learner, writing the "
-              f"summary)", file=sys.stderr, flush=True)
+        what = (" (flushing adders, saving the learner, writing the summary)" if self._launched
+                else "")
+        print(f"[run] {name}: stopping{what}", file=sys.stderr, flush=True)
         if self._armed:
             self._armed = False
             raise KeyboardInterrupt
 
-    def arm(self) -> None:
-        """From now on a signal raises; one that came while held raises now."""
+    def arm(self, launching: bool = False) -> None:
+        """From now on a signal raises; one that came while held raises now. `launching`:
+        the program starts now (a stop then flushes and saves)."""
+        self._launched = self._launched or launching
         if self.received is not None:
             raise KeyboardInterrupt
         self._armed = True

@@ -16,10 +16,12 @@ import traceback
 from typing import Any
 
 from launch_programs.program import (
+    FAILED_JOIN_TIMEOUT_S,
     LaunchResult,
     NodeError,
     Program,
     Stage,
+    announce_failure,
     shutdown_despite_interrupts,
 )
 
@@ -82,6 +84,8 @@ class ThreadsLauncher:
             while True:
                 if self._errors:
                     status = "failed"
+                    announce_failure(self._errors[0])
+                    self._join_timeout_s = min(self._join_timeout_s, FAILED_JOIN_TIMEOUT_S)
                     break
                 if enders and all(not self._threads[n].is_alive() for n in enders):
                     break
