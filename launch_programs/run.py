@@ -353,11 +353,12 @@ def main(argv: Sequence[str] | None = None, isolate: bool = False) -> int:
     # TensorFlow's INFO lines (its CPU-feature notice on every import) would stand before an
     # error's one line; warnings and errors still show.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    if isolate:
-        _isolate(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
     signals = StopSignals().install() if in_main_thread else StopSignals()
     try:
+        if isolate:
+            with signals.held():  # Not cut inside its fork; answered as _main starts.
+                _isolate(argv)
         return _main(argv, signals)
     finally:
         signals.uninstall()
@@ -398,6 +399,7 @@ def _main(argv: list[str], signals: StopSignals) -> int:
     run_dir = launcher = None
     try:
         try:
+            signals.arm()  # Nothing started yet: a signal stops the command at once.
             run = parse(argv)
             if run is None:
                 return 0

@@ -98,3 +98,12 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary_file(
     restored = Box(0)
     assert Checkpointer(restored, str(tmp_path), "box").restore()
     assert int(restored.state["step"]) == 3  # The previous checkpoint, intact.
+
+
+def test_a_checkpoint_is_never_written_through_a_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "box.npz.tmp.npz").symlink_to(victim)
+    with pytest.raises(CheckpointError, match="cannot write checkpoint"):
+        Checkpointer(Box(3), str(tmp_path), "box").save()
+    assert victim.read_text() == "precious"

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 
-from launch_programs import run
+from launch_programs import run, run_files
 from launch_programs.counter_node import CounterNode
-from launch_programs import run_files
-from launch_programs.run_dir import MARKER, RECORD, RunDir
-from launch_programs.summary import evaluation_stats
+from launch_programs.run_dir import MARKER, RECORD, RunDir, RunDirError
+from launch_programs.summary import evaluation_stats, write_json
+from tests.commands import ROOT
+from tests.components.replay.test_checkpoints import write_replay_checkpoint
 
 SMALL = ["--hidden_sizes=32", "--head_hidden_size=32", "--max_actor_steps=1000"]
 
@@ -198,24 +203,174 @@ def test_node_restarts_add_up_over_the_lives_that_recorded_them():
 
 
 def test_a_full_disk_mid_run_ends_it_in_one_line_naming_the_file(tmp_path, capsys, monkeypatch):
+    """The learner's periodic checkpoint meets a full disk: the failure is named at once and
+    the run ends within seconds, though the actors are blocked on the rate limiter of the
+    learner that died (they used to wait out a 30 s join)."""
     from agentkit import checkpointing
 
-    def full_disk(path, **arrays):
-        with open(path, "wb") as f:
-            f.write(b"partial")
+    def full_disk(file, **arrays):
+        file.write(b"partial")
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(checkpointing.np, "savez", full_disk)
     logdir = tmp_path / "run"
-    # No rate limit: actors blocked on inserts would wait out the stop once the learner died.
-    code = run.main(SMALL + [f"--logdir={logdir}", "--max_actor_steps=600", "--min_replay_size=100",
-                             "--batch_size=16", "--eval_episodes=0", "--print_every_s=0",
-                             "--samples_per_insert=0"])
+    started = time.time()
+    code = run.main(SMALL + [f"--logdir={logdir}", "--max_actor_steps=1000000",
+                             "--min_replay_size=100", "--batch_size=16", "--eval_episodes=0",
+                             "--print_every_s=0", "--checkpoint_every_s=1"])
+    took = time.time() - started
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1, err
     assert "Traceback" not in "\n".join(err)
+    assert any(line.startswith("[run] node learner failed (CheckpointError: cannot write")
+               for line in err), err
     assert err[-1].startswith("error: ") and "cannot write checkpoint" in err[-1], err
     assert "No space left on device" in err[-1]
+    assert took < 25, took  # Start-up, a second of running, at most 5 s of stopping.
     assert not [p for p in (logdir / "checkpoints").iterdir() if ".tmp" in p.name]
     summary = json.loads((logdir / "summary.json").read_text())
     assert summary["status"] == "failed" and "No space left" in summary["error"]
+
+
+def _copy_tree(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_fresh_deletes_exactly_the_files_a_run_wrote(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    np.savez(logdir / "checkpoints" / "learner.npz", w=np.zeros(3))
+    (logdir / "checkpoints" / "model_epoch_90.pt").write_text("weights")
+    (logdir / "tb" / "learner").mkdir()
+    (logdir / "tb" / "learner" / "events.out.tfevents.1.vm.1.0").write_text("e")
+    (logdir / "tb" / "learner" / "notes.md").write_text("mine")
+    (logdir / "actor.csv.bak").write_text("mine")
+    fresh = RunDir.inspect(run.parse(SMALL + [f"--logdir={logdir}", "--fresh"]))
+    fresh.open()
+    fresh.close()
+    assert fresh.kept == ["actor.csv.bak", "checkpoints/model_epoch_90.pt", "tb/learner/notes.md"]
+    own, foreign, _ = run_files.walk(str(logdir))
+    assert own == [MARKER, RECORD] and foreign == fresh.kept
+    assert (logdir / "checkpoints" / "model_epoch_90.pt").read_text() == "weights"
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_directory_of_the_users_files_is_never_adopted(tmp_path, capsys, fresh):
+    """`checkpoints/` alone does not make a run directory: what is in it decides."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "model_epoch_90.pt").write_text("w")
+    before = _copy_tree(tmp_path)
+    code, err = _main(capsys, *SMALL, f"--logdir={tmp_path}", *(["--fresh"] if fresh else []))
+    _one_line_error(code, err, "not a run directory", "checkpoints/model_epoch_90.pt")
+    assert _copy_tree(tmp_path) == before and not (tmp_path / MARKER).exists()
+
+
+def test_a_second_run_in_a_live_logdir_is_refused(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    live = RunDir.inspect(run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=5000"]))
+    live.open()
+    record = (logdir / RECORD).read_text()
+    for extra in ([], ["--fresh"]):
+        code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000", *extra)
+        _one_line_error(code, err, f"--logdir: {logdir} is in use by another run")
+    assert (logdir / RECORD).read_text() == record  # No life recorded by the refused runs.
+    live.close()
+    RunDir.inspect(run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=5000"])).close()
+
+
+def test_a_run_killed_with_minus_9_leaves_no_stale_lock(tmp_path):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from launch_programs import run; from launch_programs.run_dir import "
+         "RunDir; RunDir.inspect(run.parse(sys.argv[1:])).open(); print('open', flush=True); "
+         "time.sleep(600)", *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        spec = run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=5000"])
+        with pytest.raises(RunDirError, match="in use by another run"):
+            RunDir.inspect(spec)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        RunDir.inspect(spec).close()
+    finally:
+        holder.kill()
+
+
+@pytest.mark.parametrize("link", [MARKER, RECORD, "actor.csv", ".learner.csv.lock", "summary.json",
+                                  "checkpoints/learner.npz", "checkpoints", "tb"])
+def test_a_run_never_writes_through_a_symlink_in_its_logdir(tmp_path, capsys, link):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    path = logdir / link
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+    path.symlink_to(victim)
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000")
+    _one_line_error(code, err, f"{path} is a symbolic link (to {victim})")
+    assert victim.read_text() == "precious"
+
+
+def test_a_logdir_others_can_write_is_refused(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    logdir.mkdir()
+    logdir.chmod(0o777)
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}")
+    _one_line_error(code, err, "writable by every user", "chmod o-w")
+    assert os.listdir(logdir) == []
+
+
+def test_files_are_never_written_through_a_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "summary.json.tmp").symlink_to(victim)
+    with pytest.raises(OSError):
+        write_json(str(tmp_path / "summary.json"), {"a": 1})
+    assert victim.read_text() == "precious"
+
+
+def test_a_missing_counter_checkpoint_with_recorded_lives_fails_before_launch(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir, actor_steps=700)
+    (logdir / "checkpoints" / "counter.npz").unlink()
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000")
+    _one_line_error(code, err, f"{logdir}/checkpoints/counter.npz is missing",
+                    "actor_steps=700", "--fresh")
+
+
+def test_a_damaged_replay_checkpoint_fails_before_launch(tmp_path, capsys):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    folder = write_replay_checkpoint(logdir / "checkpoints" / "replay")
+    items = os.path.join(folder, "items.tfrecord")
+    os.truncate(items, os.path.getsize(items) // 2)
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000")
+    _one_line_error(code, err, f"replay checkpoint {items} is damaged", f"delete {folder}")
+
+
+@pytest.mark.parametrize("record", ["[]", "null", '{"lives": "x"}', '{"lives": [1]}',
+                                    '{"config": 3}', '{"lives": [{"wall_time_s": "long"}]}'])
+def test_a_run_json_of_the_wrong_shape_fails_in_one_line(tmp_path, capsys, record):
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    (logdir / RECORD).write_text(record)
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000")
+    _one_line_error(code, err, f"{logdir}/{RECORD} is damaged", "--fresh")
+
+
+def test_a_logdir_of_tilde_means_the_home_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "thesis.txt").write_text("years of work")
+    assert run.parse(SMALL + ["--logdir=~/runs/x"]).logdir == str(tmp_path / "runs" / "x")
+    code, err = _main(capsys, *SMALL, "--logdir=~")  # The home folder is no run directory.
+    _one_line_error(code, err, f"--logdir: {tmp_path} is not empty and not a run directory")
+    assert not (tmp_path / "~").exists()

@@ -1,0 +1,37 @@
+"""Running a documented command as a user runs it: a subprocess of this checkout's Python, in
+the checkout, with a clean environment (none of the test runner's variables, such as
+TF_CPP_MIN_LOG_LEVEL or RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER, which could hide a failure)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEPT = ("PATH", "HOME", "LANG", "USER")
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """A shell's environment: PATH, HOME, LANG and USER only, plus `extra`."""
+    env = {name: os.environ[name] for name in KEPT if name in os.environ}
+    env.update(extra)
+    return env
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """`python -m <module> args...` with this checkout's Python."""
+    return [sys.executable, "-m", module, *args]
+
+
+def run_module(module: str, *args: str, timeout: float = 120, **env: str):
+    """Runs `python -m module args` to its end; the CompletedProcess (text output)."""
+    return subprocess.run(module_command(module, *args), cwd=ROOT, env=user_env(**env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def start_module(module: str, *args: str, **env: str) -> subprocess.Popen:
+    """Starts `python -m module args` in a session of its own (as `setsid`), output piped."""
+    return subprocess.Popen(module_command(module, *args), cwd=ROOT, env=user_env(**env),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
