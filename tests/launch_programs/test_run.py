@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from agentkit.loggers import read_csv
 from launch_programs import run
+from tests.commands import module_command, run_module, start_module
 from tests.launch_programs.help_text import help_entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -236,3 +238,109 @@ def test_ctrl_c_ends_a_run_that_is_still_joining_a_cluster(tmp_path):
     assert proc.returncode == 130, out[-2000:]
     assert stopped_in < 12, stopped_in
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "interrupted"
+
+
+def test_a_non_finite_float_flag_is_refused_in_one_line_before_launch(tmp_path):
+    """`--clip_rho_threshold=nan` used to start the run and fail at the learner's first step,
+    after a 30 s stall: the parse refuses it (as any float flag's nan or inf), in seconds. Run
+    as a user's shell runs it: none of this test session's settings (TF_CPP_MIN_LOG_LEVEL)."""
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    started = time.time()
+    out = subprocess.run([sys.executable, "-m", "launch_programs.run", "--agent=appo",
+                          "--clip_rho_threshold=nan", f"--logdir={tmp_path}/run"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    took = time.time() - started
+    assert out.returncode == 2, out.stderr[-2000:]
+    error = "error: --clip_rho_threshold: must be a finite number, got nan"
+    lines = out.stderr.strip().splitlines()
+    assert [line for line in lines if "clip_rho_threshold" in line] == [error], out.stderr
+    assert lines[-1] == error and "Traceback" not in out.stderr, out.stderr
+    assert took < 20, took  # The agent's import; no environment, node or Ray started.
+    assert not os.path.exists(tmp_path / "run")
+
+
+def _a_finished_run(logdir) -> dict[str, bytes]:
+    """A logdir as a finished run leaves it (marker, run.json, CSVs, checkpoints, tb); its
+    files' contents by relative path."""
+    from tests.launch_programs.test_run_dir import _recorded_run
+
+    _recorded_run(logdir)
+    (logdir / "checkpoints" / "learner.npz").write_bytes(b"weights")
+    return {str(p.relative_to(logdir)): p.read_bytes() for p in logdir.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_before_the_clear_stops_fresh_with_nothing_deleted(tmp_path, signum):
+    """`--fresh` used to clear the old run even when Ctrl-C came in its first seconds."""
+    logdir = tmp_path / "run"
+    before = _a_finished_run(logdir)
+    proc = start_module("launch_programs.run", "--fresh", f"--logdir={logdir}",
+                        "--max_actor_steps=3000")
+    try:
+        first = proc.stdout.readline()  # The isolation line: before TensorFlow is imported.
+        assert first.startswith("[run] "), first
+        proc.send_signal(signum)
+        out = first + proc.communicate(timeout=60)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, out[-2000:]
+    assert "stopped before the run started: nothing in --logdir changed" in out, out[-2000:]
+    assert "Traceback" not in out, out[-2000:]
+    after = {str(p.relative_to(logdir)): p.read_bytes() for p in logdir.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_sighup_stops_cleanly_like_ctrl_c(tmp_path):
+    """A closed terminal or a dropped SSH session: checkpoints saved, summary written."""
+    logdir = tmp_path / "run"
+    cmd = module_command("launch_programs.run", "--max_actor_steps=10000000",
+                         f"--logdir={logdir}", *CTRL_C_FLAGS)
+    proc, out, stopped_in = _stop_once_learning(cmd, logdir, signal.SIGHUP)
+    assert proc.returncode == 128 + signal.SIGHUP, out[-2000:]
+    assert stopped_in < 30, stopped_in
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["signal"] == "SIGHUP"
+    assert summary["learner_steps"] > 0
+    saved = np.load(logdir / "checkpoints" / "learner.npz")
+    assert len(saved.files) > 0
+    assert (logdir / "checkpoints" / "counter.npz").exists()
+
+
+AGENT_MODULES = {
+    "exits": "import sys\nsys.exit(0)\n",
+    "interrupts": "def make():\n    raise KeyboardInterrupt\n",
+    "blocks": ("import os, pathlib, time\npathlib.Path(__file__).with_name('importing')"
+               ".write_text('')\nwhile True:\n    time.sleep(0.2)\n"),
+}
+
+
+@pytest.mark.parametrize("target,needle", [
+    ("exits:Builder", "error: --agent: importing module 'exits' called sys.exit(0)"),
+    ("interrupts:make", "error: --agent=interrupts:make: loading it raised KeyboardInterrupt"),
+])
+def test_an_agent_module_that_exits_or_interrupts_is_one_line(tmp_path, target, needle):
+    for name, text in AGENT_MODULES.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    out = run_module("launch_programs.run", f"--agent={target}", f"--logdir={tmp_path}/run",
+                     PYTHONPATH=str(tmp_path))
+    assert out.returncode == 2, out.stdout[-1000:] + out.stderr[-2000:]
+    assert out.stderr.strip().splitlines() == [needle + out.stderr.strip()[len(needle):]]
+    assert out.stderr.startswith(needle), out.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_an_agent_module_that_blocks_on_import(tmp_path, signum):
+    (tmp_path / "blocks.py").write_text(AGENT_MODULES["blocks"])
+    proc = start_module("launch_programs.run", "--agent=blocks:Builder", f"--logdir={tmp_path}",
+                        PYTHONPATH=str(tmp_path))
+    try:
+        deadline = time.time() + 60
+        while not (tmp_path / "importing").exists():
+            assert time.time() < deadline and proc.poll() is None, "the import never began"
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        out = proc.communicate(timeout=15)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, out[-2000:]
+    assert "stopped before the run started" in out and "Traceback" not in out, out[-2000:]
