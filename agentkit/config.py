@@ -7,6 +7,8 @@ is also the name of its command-line flag.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from typing import Any
 
 from agentkit.adders import MAX_IN_FLIGHT_ITEMS, PENDING_ITEMS_LIMIT
@@ -22,6 +24,46 @@ def require(condition: bool, field: str, allowed: str, value: Any) -> None:
         raise ConfigError(f"--{field}: must be {allowed}, got {value!r}")
 
 
+def _is_finite(value: Any) -> bool:
+    """False only for a non-integral number that is nan or infinite (strings, None: True)."""
+    if isinstance(value, numbers.Integral) or not isinstance(value, numbers.Real):
+        return True
+    return math.isfinite(value)
+
+
+def _infinities(default: Any) -> set[float]:
+    """The infinities a field's default holds (inf meaning "no limit"): those it may be given."""
+    values = default if isinstance(default, (tuple, list)) else (default,)
+    return {v for v in values if isinstance(v, numbers.Real) and math.isinf(v)}
+
+
+def require_finite_floats(config: Any) -> None:
+    """Every number a dataclass config holds is finite: a field (or an element of a tuple or
+    list field) given nan, inf or -inf fails naming it, with one message, before the
+    field's own checks (a field with no range check, or one read as "< 0: off", would
+    otherwise pass nan on to the learner, which fails only at its first step).
+
+    Checked by value, so float fields, `float | None` fields, tuples of floats and an int
+    field given a float in Python are all covered. A field whose default is itself infinite
+    (inf meaning "no limit") keeps accepting that infinity; nan is refused everywhere.
+    """
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if field.default is not dataclasses.MISSING:
+            allowed = _infinities(field.default)
+        elif field.default_factory is not dataclasses.MISSING:
+            allowed = _infinities(field.default_factory())
+        else:
+            allowed = set()
+        extra = "".join(f" or {v}" for v in sorted(allowed))
+        if isinstance(value, (tuple, list)):
+            ok = all(_is_finite(v) or v in allowed for v in value)
+            require(ok, field.name, f"a list of finite numbers{extra}", value)
+        else:
+            require(_is_finite(value) or value in allowed, field.name,
+                    f"a finite number{extra}", value)
+
+
 # The learning fields most agents share, by what each must satisfy.
 POSITIVE_FIELDS = ("learning_rate", "adam_epsilon", "max_gradient_norm")
 NON_NEGATIVE_FIELDS = ("learning_rate_final", "learning_rate_decay_steps")
@@ -30,8 +72,10 @@ AT_LEAST_ONE_FIELDS = ("batches_per_call", "variable_update_period", "max_in_fli
 
 def require_common_fields(config: Any) -> None:
     """The checks of the fields agents share, for each such field the config has:
-    rates, epsilons and norms > 0; final rates and decay steps >= 0; periods and
-    counts >= 1."""
+    every number finite (`require_finite_floats`, first: every agent's config comes
+    through here); rates, epsilons and norms > 0; final rates and decay steps >= 0;
+    periods and counts >= 1."""
+    require_finite_floats(config)
     checks = ((POSITIVE_FIELDS, "> 0", lambda v: v > 0),
               (NON_NEGATIVE_FIELDS, ">= 0", lambda v: v >= 0),
               (AT_LEAST_ONE_FIELDS, ">= 1", lambda v: v >= 1))

@@ -11,12 +11,17 @@ cluster.
     python -m launch_programs.local_cluster --workers=2 --cpus_per_node=2
 
 prints the address for `--launch=ray --ray_address=...` and holds the
-cluster until Ctrl-C.
+cluster until Ctrl-C, SIGTERM or SIGHUP (its terminal closed; not under
+nohup): each stops every node it started and prints `[cluster] stopped`. CPU counts are whole
+numbers >= 0 (Ray takes no fractions; a node with 0 CPUs hosts only what
+reserves none); a bad flag fails in one line, before Ray starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import signal
 import sys
@@ -35,8 +40,8 @@ class LocalCluster:
         if workers < 0:
             raise ValueError(f"workers must be >= 0, got {workers}")
         self._workers = workers
-        self._cpus = cpus_per_node
-        self._head_cpus = cpus_per_node if head_cpus is None else head_cpus
+        self._cpus = whole_cpus(cpus_per_node, "cpus_per_node")
+        self._head_cpus = self._cpus if head_cpus is None else whole_cpus(head_cpus, "head_cpus")
         self._cluster: Any = None
         self.nodes: dict[str, Any] = {}  # Name -> ray._private.node.Node, live ones only.
 
@@ -79,7 +84,8 @@ class LocalCluster:
         """Starts a worker node called `name` (its custom resource too) and waits for it."""
         if name in self.nodes:
             raise ValueError(f"node {name} is already up")
-        node = self._cluster.add_node(**self._node_args(name, self._cpus if cpus is None else cpus))
+        cpus = self._cpus if cpus is None else whole_cpus(cpus, "cpus")
+        node = self._cluster.add_node(**self._node_args(name, cpus))
         self.nodes[name] = node
         return node
 
@@ -113,39 +119,93 @@ class LocalCluster:
         self.shutdown()
 
 
+def whole_cpus(value: float, name: str) -> int:
+    """`value` as Ray's CPU count: a whole number >= 0 (Ray refuses fractions of a node's
+    CPUs); ValueError naming `name` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or value != int(value):
+        raise ValueError(f"{name}: must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def _whole_number_flag(text: str, whole_floats: bool) -> int:
+    """A flag's value, a whole number >= 0 ("2.0" too where `whole_floats`); argparse puts
+    the flag's name before the error."""
+    try:
+        return whole_cpus(float(text) if whole_floats else int(text), "")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number >= 0, got {text or 'nothing'}") from None
+
+
+def _cpus_flag(text: str) -> int:
+    return _whole_number_flag(text, whole_floats=True)
+
+
+def _count_flag(text: str) -> int:
+    return _whole_number_flag(text, whole_floats=False)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # One line, not argparse's usage block, and exit code 2.
+        message = message.removeprefix("argument ")  # "--flag: ...", as the run's errors.
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m launch_programs.local_cluster",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=2, help="worker nodes besides the head")
-    parser.add_argument("--cpus_per_node", type=float, default=2.0,
-                        help="logical CPUs each node offers (Ray's reservations, not cores)")
-    parser.add_argument("--head_cpus", type=float, default=None,
-                        help="the head's logical CPUs (default: --cpus_per_node)")
+    parser = _Parser(prog="python -m launch_programs.local_cluster",
+                     description=__doc__.split("\n\n")[0],
+                     epilog="Ctrl-C, SIGTERM and SIGHUP (the terminal closed; under nohup "
+                            "it is ignored) each stop every node this started.")
+    parser.add_argument("--workers", type=_count_flag, default=2,
+                        help="worker nodes besides the head: a whole number >= 0")
+    parser.add_argument("--cpus_per_node", type=_cpus_flag, default=2,
+                        help="logical CPUs each node offers (Ray's reservations, not cores; "
+                             "Ray takes no fractions): a whole number >= 0; a node with 0 "
+                             "hosts only what reserves no CPU, such as replay or counter "
+                             "nodes pinned to it")
+    parser.add_argument("--head_cpus", type=_cpus_flag, default=None,
+                        help="the head's logical CPUs, a whole number >= 0 (default: "
+                             "--cpus_per_node); 0 keeps nodes that reserve CPUs, such as "
+                             "actors, off the head")
     return parser
+
+
+def _say(text: str) -> None:
+    """Prints `text`; once the terminal is gone (SIGHUP: writes fail with EIO, or EPIPE on
+    a closed pipe), output goes to /dev/null instead of raising."""
+    try:
+        print(text, flush=True)
+    except OSError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # The failed text's flush at exit too.
+            os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
-    if args.workers < 0:
-        parser.error(f"--workers: must be >= 0, got {args.workers}")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGHUP: its terminal closed; the same clean stop, unless it came in ignored (nohup).
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, lambda *_: stop.set())
     cluster = LocalCluster(args.workers, args.cpus_per_node, args.head_cpus)
     start = time.time()
     try:
         cluster.start()
         names = ", ".join(cluster.nodes)
-        print(f"[cluster] {len(cluster.nodes)} nodes up in {time.time() - start:.1f} s ({names}); "
-              f"join with --launch=ray --ray_address={cluster.address}; Ctrl-C stops it",
-              flush=True)
+        _say(f"[cluster] {len(cluster.nodes)} nodes up in {time.time() - start:.1f} s ({names}); "
+             f"join with --launch=ray --ray_address={cluster.address}; Ctrl-C stops it")
         while not stop.wait(0.5):
             pass
     except KeyboardInterrupt:
         pass
     finally:
         cluster.shutdown()
-        print("[cluster] stopped", flush=True)
+        _say("[cluster] stopped")
     return 0
 
 

@@ -10,13 +10,19 @@ One figure, two panels, one line per agent and environment:
 
 It reads what every run writes (`run.json`, `evaluator.csv`, `actor.csv`), so it
 works on a run still going and on one stopped and resumed (its curve goes on).
+A damaged row (cut short by a killed process, or not numbers) is skipped and
+counted on one line; a run directory, file or `--out` it cannot use stops it
+with one line, `error: ...`, and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
 import dataclasses
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -24,13 +30,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentkit.loggers import read_csv
-from launch_programs.summary import evaluation_rounds, read_evaluation_rows
+from launch_programs.summary import evaluation_rounds
 
 X_AXES = {"actor_steps": "actor steps", "wall_time_s": "wall time (s)"}
+FORMATS = ("png", "pdf", "svg")  # What --out may end in (its extension picks the format).
+DEFAULT_NAME = "curves.png"  # Written in the first RUN_DIR, or in --out when that is a directory.
+COLUMNS = ("wall_time_s", "actor_steps", "episode_return")  # Numbers in every row used.
 
 
 class RunDirError(ValueError):
-    """A directory given is not a run's, or has nothing to plot yet."""
+    """A directory given is not a run's, or has nothing to plot yet (or a file of it is
+    damaged past use); the message names it."""
+
+
+class OutError(ValueError):
+    """The figure cannot be written where asked; the message names the path."""
 
 
 @dataclasses.dataclass
@@ -47,28 +61,89 @@ class Curves:
     train_return: np.ndarray  # [E]
 
 
-def _rows(path: str) -> list[dict[str, str]]:
-    rows = read_csv(path) if os.path.exists(path) else []
-    return [r for r in rows if r.get("episode_return") not in (None, "")]
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
-def load_run(run_dir: str) -> Curves:
-    """The curves of the run in `run_dir`; RunDirError naming it when there are none."""
-    if not os.path.isdir(run_dir):
-        raise RunDirError(f"{run_dir}: no such run directory")
-    info_path = os.path.join(run_dir, "run.json")
-    if not os.path.exists(info_path):
+def _numbers(row: dict[str, str]) -> bool:
+    try:
+        return all(math.isfinite(float(row[c])) for c in COLUMNS)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def read_rows(path: str, damaged: dict[str, int], blank_return_ok: bool = False
+              ) -> list[dict[str, str]]:
+    """The rows of the run's CSV at `path` whose wall time, actor steps and return read as
+    finite numbers ([] when there is no such file). A row that does not is skipped and
+    counted in `damaged[path]`; with `blank_return_ok`, a row with an empty return (an
+    actor's row between episodes) is left out without counting. RunDirError when the file
+    is not a CSV a run writes (not text, not those columns) or none of its rows is usable."""
+    if not os.path.exists(path):
+        return []
+    bad: list[int] = []
+    try:
+        rows = read_csv(path, bad)
+    except UnicodeDecodeError as e:
+        raise RunDirError(f"{path}: damaged (not UTF-8 text at byte {e.start}); not a CSV a "
+                          f"run writes") from None
+    except csv.Error as e:
+        raise RunDirError(f"{path}: damaged ({e}); not a CSV a run writes") from None
+    except OSError as e:
+        raise RunDirError(f"{path}: cannot read it ({e.strerror or e})") from None
+    missing = [c for c in COLUMNS if rows and c not in rows[0]]
+    if missing:
+        raise RunDirError(f"{path}: not a CSV a run writes (no column {', '.join(missing)})")
+    if blank_return_ok:
+        rows = [r for r in rows if r["episode_return"] != ""]
+    usable = [r for r in rows if _numbers(r)]
+    skipped = len(bad) + len(rows) - len(usable)
+    if skipped and not usable:
+        raise RunDirError(f"{path}: damaged ({_rows(skipped)}, none with numbers for "
+                          f"{', '.join(COLUMNS)})")
+    if skipped:
+        damaged[path] = skipped
+    return usable
+
+
+def read_info(run_dir: str) -> dict:
+    """run.json, an object that names the agent and environment; RunDirError if it is not."""
+    path = os.path.join(run_dir, "run.json")
+    if not os.path.exists(path):
         raise RunDirError(f"{run_dir}: not a run directory (no run.json)")
-    with open(info_path) as f:
-        info = json.load(f)
-    rounds = evaluation_rounds(read_evaluation_rows(run_dir))
-    training = _rows(os.path.join(run_dir, "actor.csv"))
+    try:
+        with open(path, "rb") as f:
+            info = json.loads(f.read().decode())
+    except OSError as e:
+        raise RunDirError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except (ValueError, RecursionError) as e:  # Not UTF-8, not JSON, or nested past reading.
+        raise RunDirError(f"{path}: damaged (not JSON: {str(e).splitlines()[0]})") from None
+    if not isinstance(info, dict):
+        kind = "null" if info is None else type(info).__name__
+        raise RunDirError(f"{path}: damaged (a JSON {kind}, not an object)")
+    for key in ("agent", "env"):
+        if not isinstance(info.get(key), str):
+            raise RunDirError(f"{path}: damaged (no {key!r} string: a run records its agent "
+                              f"and environment)")
+    return info
+
+
+def load_run(run_dir: str, damaged: dict[str, int] | None = None) -> Curves:
+    """The curves of the run in `run_dir`; RunDirError naming it (or its file) when there are
+    none. Rows skipped as damaged are counted in `damaged`, by file."""
+    damaged = {} if damaged is None else damaged
+    if not os.path.isdir(run_dir):
+        what = "not a directory" if os.path.exists(run_dir) else "no such run directory"
+        raise RunDirError(f"{run_dir}: {what}")
+    info = read_info(run_dir)
+    rounds = evaluation_rounds(read_rows(os.path.join(run_dir, "evaluator.csv"), damaged))
+    training = read_rows(os.path.join(run_dir, "actor.csv"), damaged, blank_return_ok=True)
     if not rounds and not training:
         raise RunDirError(f"{run_dir}: no evaluation or training episodes yet")
     returns = [np.array(r.returns) for r in rounds]
     training.sort(key=lambda r: float(r["actor_steps"]))
     return Curves(
-        label=f"{info.get('agent', '?')} on {info.get('env', '?')}",
+        label=f"{info['agent']} on {info['env']}",
         eval_steps=np.array([r.actor_steps for r in rounds], np.float64),
         eval_wall=np.array([r.wall_time_s for r in rounds], np.float64),
         eval_mean=np.array([r.mean() for r in returns], np.float64),
@@ -132,14 +207,38 @@ def group_runs(runs: Sequence[Curves]) -> list[list[Curves]]:
     return list(groups.values())
 
 
-def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps") -> list[Line]:
-    """Writes the figure of `run_dirs` to `out` (PNG); returns the evaluation lines drawn."""
+def output_path(out: str | None, run_dirs: Sequence[str]) -> str:
+    """The file the figure goes to: `out`; curves.png in `out` when that is a directory;
+    `out`.png when it has no extension; curves.png in the first run directory when None.
+    OutError when its extension is not one of FORMATS."""
+    if out is None:
+        return os.path.join(run_dirs[0], DEFAULT_NAME)
+    if os.path.isdir(out):
+        return os.path.join(out, DEFAULT_NAME)
+    extension = os.path.splitext(out)[1]
+    if not extension:
+        return out + ".png"
+    if extension[1:].lower() not in FORMATS:
+        raise OutError(f"unknown extension {extension}; allowed: "
+                       f"{', '.join('.' + f for f in FORMATS)} (none: .png is added)")
+    return out
+
+
+def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps",
+         damaged: dict[str, int] | None = None) -> list[Line]:
+    """Writes the figure of `run_dirs` to the file `out`, whose extension (one of FORMATS)
+    picks the format; returns the evaluation lines drawn. OutError when `out` cannot be
+    written (a figure already there is then left as it was)."""
+    format_ = os.path.splitext(out)[1][1:].lower()
+    if format_ not in FORMATS:
+        raise OutError(f"{out}: unknown extension; allowed: "
+                       f"{', '.join('.' + f for f in FORMATS)}")
+    groups = group_runs([load_run(d, damaged) for d in run_dirs])  # Before the slow import.
     import matplotlib
 
     matplotlib.use("Agg")  # Files only: no display needed.
     import matplotlib.pyplot as plt
 
-    groups = group_runs([load_run(d) for d in run_dirs])
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, dpi=80)
     drawn = []
     for group in groups:
@@ -159,28 +258,56 @@ def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps") -> list[Line
         if axis.lines:
             axis.legend(fontsize=8, loc="best")
     figure.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    figure.savefig(out)
-    plt.close(figure)
+    folder, name = os.path.split(os.path.abspath(out))
+    partial = os.path.join(folder, f".{name}.{os.getpid()}.partial")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        figure.savefig(partial, format=format_)
+        os.replace(partial, out)  # Whole or not at all.
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise OutError(f"cannot write {out} ({e.strerror or e})") from None
+    finally:
+        plt.close(figure)
     return drawn
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # One line, not argparse's usage block.
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m launch_programs.plot",
         description="Learning curves (evaluation and training return) of run directories.")
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     parser.add_argument("--x", default="actor_steps", choices=sorted(X_AXES),
                         help="the x axis: actor steps or wall-clock seconds")
     parser.add_argument("--out", default=None,
-                        help="the PNG to write (default: curves.png in the first RUN_DIR)")
+                        help=f"the file to write: its extension, one of "
+                             f"{', '.join('.' + f for f in FORMATS)}, picks the format (none: "
+                             f".png is added; a directory: {DEFAULT_NAME} in it; default: "
+                             f"{DEFAULT_NAME} in the first RUN_DIR)")
     args = parser.parse_args(argv)
-    out = args.out or os.path.join(args.run_dirs[0], "curves.png")
+    damaged: dict[str, int] = {}
     try:
-        lines = plot(args.run_dirs, out, args.x)
+        out = output_path(args.out, args.run_dirs)
+        lines = plot(args.run_dirs, out, args.x, damaged)
     except RunDirError as e:
-        print(f"plot: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 2
+    except OutError as e:
+        if args.out is None:  # The default place: say how to choose another.
+            print(f"error: {e}; give --out=FILE elsewhere", file=sys.stderr)
+        else:
+            print(f"error: --out={args.out}: {e}", file=sys.stderr)
+        return 2
+    if damaged:
+        print(f"warning: skipped {_rows(sum(damaged.values()))} that could not be read ("
+              + ", ".join(f"{path}: {n}" for path, n in damaged.items()) + ")", file=sys.stderr)
     for line in lines:
         print(f"[plot] {line.label}: {len(line.x)} evaluation rounds, last mean "
               f"{line.centre[-1]:.2f}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require
+from agentkit.config import require, require_finite_floats
 
 
 @dataclasses.dataclass
@@ -32,6 +32,7 @@ class ProgramConfig:
     inference_deadline_ms: float = 2.0  # The longest a central batch waits for more rows.
 
     def __post_init__(self):
+        require_finite_floats(self)
         require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
         require(self.num_envs_per_actor >= 1, "num_envs_per_actor", ">= 1",
                 self.num_envs_per_actor)

@@ -3,7 +3,8 @@
 SIGHUP is what a closed terminal or a dropped SSH session sends; it stops a
 run as cleanly as Ctrl-C (checkpoints saved, summary written), and output to
 the terminal that is gone goes to /dev/null from then on, so that the stop
-cannot fail on a write.
+cannot fail on a write. A run started under `nohup` (SIGHUP ignored) keeps
+ignoring it: that user asked for the run to outlive the terminal.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class StopSignals:
 
     def install(self) -> StopSignals:
         for signum in self.SIGNALS:
+            if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+                continue  # Started under `nohup`: the user wants the run to outlive the terminal.
             self._previous[signum] = signal.signal(signum, self._handle)
         StopSignals.current = self
         return self

@@ -1,14 +1,24 @@
-"""launch_programs.plot: the curves read from run directories, grouped, and drawn to a PNG."""
+"""launch_programs.plot: the curves read from run directories, grouped, and drawn to a PNG.
+
+The command's failures (a damaged file, a bad --out, a run directory it cannot write)
+run as a user runs them: `python -m launch_programs.plot` in a fresh process with a
+clean environment, ending in one line `error: ...` and exit code 2, never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 from launch_programs import plot
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _run(path, agent="dqn", env="minatar:breakout", rounds=((0, [1, 3]), (100, [4, 6, 8])),
@@ -86,5 +96,135 @@ def test_a_missing_or_empty_run_directory_fails_in_one_line_naming_it(tmp_path, 
         _run(path, rounds=(), training=())
     assert plot.main([str(path), f"--out={tmp_path / 'x.png'}"]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith(f"plot: {path}: ") and "\n" not in error
+    assert error.startswith(f"error: {path}: ") and "\n" not in error
     assert not (tmp_path / "x.png").exists()
+
+
+# -- the command as a user runs it -------------------------------------------------------------
+
+def _plot(*args, wrapper: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """`python -m launch_programs.plot ARGS` from the checkout, in a clean environment (run
+    by the command `wrapper`, when given)."""
+    return subprocess.run([*wrapper, sys.executable, "-m", "launch_programs.plot",
+                           *map(str, args)], cwd=ROOT, env={"PATH": os.defpath},
+                          capture_output=True, text=True, timeout=120)
+
+
+def _error(done: subprocess.CompletedProcess, *names: str) -> str:
+    """The one line `error: ...` that a failed command printed; it names each of `names`."""
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+    return lines[0]
+
+
+def _png(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("name", ["actor.csv", "evaluator.csv"])
+def test_random_bytes_in_a_csv_fail_in_one_line_naming_the_file(tmp_path, name):
+    run = _run(tmp_path / "run")
+    with open(os.path.join(run, name), "wb") as f:
+        f.write(b"\xff\xfe" + np.random.default_rng(0).bytes(2000))  # Not UTF-8 from byte 0.
+    out = tmp_path / "x.png"
+    _error(_plot(run, f"--out={out}"), os.path.join(run, name), "damaged")
+    assert not out.exists()
+
+
+def test_random_bytes_in_a_csv_it_does_not_read_change_nothing(tmp_path):
+    run = _run(tmp_path / "run")
+    with open(os.path.join(run, "learner.csv"), "wb") as f:
+        f.write(np.random.default_rng(0).bytes(2000))
+    done = _plot(run, f"--out={tmp_path / 'x.png'}")
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert _png(tmp_path / "x.png")
+
+
+def test_a_damaged_row_is_skipped_and_counted_in_one_line(tmp_path):
+    run = _run(tmp_path / "run")
+    with open(os.path.join(run, "actor.csv"), "a") as f:
+        f.write("12.5,abc,0,1,zz\n")  # Right shape, not numbers.
+    done = _plot(run, f"--out={tmp_path / 'x.png'}")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"warning: skipped 1 row that could not be read ({os.path.join(run, 'actor.csv')}: 1)"]
+    assert "dqn on minatar:breakout: 2 evaluation rounds" in done.stdout
+    assert _png(tmp_path / "x.png")
+
+
+def test_a_csv_with_no_usable_row_fails_in_one_line_naming_it(tmp_path):
+    run = _run(tmp_path / "run", training=())
+    with open(os.path.join(run, "actor.csv"), "a") as f:
+        f.write("12.5,abc,0,1,zz\n")
+    _error(_plot(run, f"--out={tmp_path / 'x.png'}"), os.path.join(run, "actor.csv"),
+           "damaged (1 row, none with numbers for wall_time_s, actor_steps, episode_return)")
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("[]", "a JSON list, not an object"),
+    ("null", "a JSON null, not an object"),
+    ('{"lives": "x"}', "no 'agent'"),
+    ('{"agent": "dqn", "env": ', "not JSON"),
+])
+def test_a_run_json_of_the_wrong_shape_fails_in_one_line_naming_it(tmp_path, text, problem):
+    run = _run(tmp_path / "run")
+    with open(os.path.join(run, "run.json"), "w") as f:
+        f.write(text)
+    _error(_plot(run, f"--out={tmp_path / 'x.png'}"), os.path.join(run, "run.json"), problem)
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_an_out_it_cannot_write_fails_in_one_line_naming_it(tmp_path):
+    _error(_plot(_run(tmp_path / "run"), "--out=/proc/x.png"), "--out=/proc/x.png",
+           "cannot write")
+
+
+def test_an_out_with_an_unknown_extension_fails_saying_which_are_allowed(tmp_path):
+    out = tmp_path / "x.xyz"
+    _error(_plot(_run(tmp_path / "run"), f"--out={out}"), f"--out={out}", ".xyz",
+           ".png, .pdf, .svg")
+    assert not out.exists()
+
+
+def test_a_read_only_run_directory_fails_in_one_line_naming_the_figure(tmp_path):
+    """The default figure goes into the run directory, which cannot be written. Root writes
+    through permissions, so as root the directory is a read-only mount, in a mount namespace
+    of the command's own."""
+    run = _run(tmp_path / "run")
+    if os.geteuid() != 0:
+        os.chmod(run, 0o555)
+        try:
+            done = _plot(run)
+        finally:
+            os.chmod(run, 0o755)
+    else:
+        read_only = ["unshare", "-rm", "sh", "-c", 'mount --bind "$1" "$1" && '
+                     'mount -o remount,bind,ro "$1" && shift && exec "$@"', "sh", run]
+        try:
+            probe = subprocess.run([*read_only, "touch", os.path.join(run, "x")],
+                                   capture_output=True, text=True, timeout=30)
+        except OSError as e:  # No unshare here.
+            pytest.skip(f"no read-only mount here: {e}")
+        if probe.returncode == 0 or "Read-only file system" not in probe.stderr:
+            pytest.skip(f"no read-only mount here: {probe.stderr.strip()}")
+        done = _plot(run, wrapper=read_only)
+    _error(done, f"cannot write {os.path.join(run, 'curves.png')}", "--out=")
+    assert sorted(os.listdir(run)) == ["actor.csv", "evaluator.csv", "run.json"]
+
+
+@pytest.mark.parametrize("kind", ["directory", "no_extension"])
+def test_the_command_reports_the_file_it_wrote(tmp_path, kind):
+    out = tmp_path / "figs"
+    if kind == "directory":
+        out.mkdir()
+    written = out / "curves.png" if kind == "directory" else tmp_path / "figs.png"
+    done = _plot(_run(tmp_path / "run"), f"--out={out}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"[plot] wrote {written}"
+    assert _png(written)
+    assert out.is_dir() == (kind == "directory")
