@@ -474,6 +474,8 @@ class RayLauncher:
         """Creates these nodes' processes and waits for their constructors."""
         import ray
 
+        if self._plan is None:
+            self._plan_nodes()
         on_cluster = bool(self._config.ray_address)
         for name in names:
             node = self._program.nodes[name]
@@ -537,9 +539,13 @@ class RayLauncher:
         if self._plan is not None:
             return
         self._start_ray()
+        self.timings["ray_up"] = time.time()
+        self._plan_nodes()
+
+    def _plan_nodes(self) -> None:
+        """Where each kind of node goes on the live cluster (PlacementError if unmet)."""
         import ray
 
-        self.timings["ray_up"] = time.time()
         kinds = Counter(node.kind for node in self._program.nodes.values())
         self._plan = self._config.plan(kinds, ClusterNode.alive(ray.nodes()))
         # Calls a node serves at once: its run() and every caller that may wait in it

@@ -459,6 +459,8 @@ def _start(run: RunSpec, signals: StopSignals):
         if run.launch == "ray" and not run.on_cluster and os.environ.get("RAY_ADDRESS"):
             print(f"[run] RAY_ADDRESS={os.environ['RAY_ADDRESS']} is ignored: a run joins a "
                   f"cluster only with --ray_address; this one starts a Ray of its own", flush=True)
+        if run.on_cluster:
+            print(f"[run] joining the Ray cluster at {run.ray_config.ray_address}", flush=True)
         if run.launch == "ray":
             launcher.start()  # Ray up and the placement planned: refusals come before the clear.
         with signals.held():  # A signal during the clear is answered once it is done.

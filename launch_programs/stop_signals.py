@@ -78,7 +78,11 @@ class StopSignals:
 
     @contextlib.contextmanager
     def held(self):
-        """Signals are recorded, not raised, inside; `arm()` after it raises one that came."""
+        """Signals are recorded, not raised, inside; `arm()` after it raises one that came.
+        One that came before raises here: its KeyboardInterrupt may have been swallowed
+        (Python ignores one raised in a weakref callback, as the import machinery's are)."""
+        if self.received is not None:
+            raise KeyboardInterrupt
         was_armed, self._armed = self._armed, False
         try:
             yield

@@ -120,17 +120,21 @@ def _stop_once_learning(cmd: list[str], logdir, signum: int, to_group: bool = Fa
             proc.kill()
 
 
-def test_sigterm_stops_cleanly_like_ctrl_c(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_cleanly_like_ctrl_c(tmp_path, signum):
+    """SIGHUP: a closed terminal or a dropped SSH session (it used to kill the run at once,
+    with no summary or checkpoint)."""
     logdir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "launch_programs.run", "--max_actor_steps=10000000",
-           f"--logdir={logdir}"] + CTRL_C_FLAGS
-    proc, out, stopped_in = _stop_once_learning(cmd, logdir, signal.SIGTERM)
-    assert proc.returncode == 128 + signal.SIGTERM, out[-2000:]
+    cmd = module_command("launch_programs.run", "--max_actor_steps=10000000",
+                         f"--logdir={logdir}", *CTRL_C_FLAGS)
+    proc, out, stopped_in = _stop_once_learning(cmd, logdir, signum)
+    assert proc.returncode == 128 + signum, out[-2000:]
     assert stopped_in < 30, stopped_in
     summary = json.loads((logdir / "summary.json").read_text())
-    assert summary["status"] == "interrupted" and summary["signal"] == "SIGTERM"
+    assert summary["status"] == "interrupted"
+    assert summary["signal"] == signal.Signals(signum).name
     assert summary["learner_steps"] > 0
-    assert (logdir / "checkpoints" / "learner.npz").exists()
+    assert len(np.load(logdir / "checkpoints" / "learner.npz").files) > 0
     assert (logdir / "checkpoints" / "counter.npz").exists()
 
 
@@ -222,8 +226,8 @@ def test_ctrl_c_ends_a_run_that_is_still_joining_a_cluster(tmp_path):
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         try:
-            for line in proc.stdout:  # The launch has begun: ray.init is trying to connect.
-                if line.startswith("[run] dqn on"):
+            for line in proc.stdout:  # ray.init is trying to connect.
+                if line.startswith("[run] joining the Ray cluster at"):
                     break
             time.sleep(2.0)
             sent = time.time()
@@ -237,7 +241,9 @@ def test_ctrl_c_ends_a_run_that_is_still_joining_a_cluster(tmp_path):
         server.stop()
     assert proc.returncode == 130, out[-2000:]
     assert stopped_in < 12, stopped_in
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "interrupted"
+    # Joining comes before the logdir is touched: nothing was written.
+    assert "stopped before the run started: nothing in --logdir changed" in out, out[-2000:]
+    assert not os.path.exists(tmp_path / "run")
 
 
 def test_a_non_finite_float_flag_is_refused_in_one_line_before_launch(tmp_path):
@@ -290,22 +296,6 @@ def test_a_signal_before_the_clear_stops_fresh_with_nothing_deleted(tmp_path, si
     assert after == before
 
 
-def test_sighup_stops_cleanly_like_ctrl_c(tmp_path):
-    """A closed terminal or a dropped SSH session: checkpoints saved, summary written."""
-    logdir = tmp_path / "run"
-    cmd = module_command("launch_programs.run", "--max_actor_steps=10000000",
-                         f"--logdir={logdir}", *CTRL_C_FLAGS)
-    proc, out, stopped_in = _stop_once_learning(cmd, logdir, signal.SIGHUP)
-    assert proc.returncode == 128 + signal.SIGHUP, out[-2000:]
-    assert stopped_in < 30, stopped_in
-    summary = json.loads((logdir / "summary.json").read_text())
-    assert summary["status"] == "interrupted" and summary["signal"] == "SIGHUP"
-    assert summary["learner_steps"] > 0
-    saved = np.load(logdir / "checkpoints" / "learner.npz")
-    assert len(saved.files) > 0
-    assert (logdir / "checkpoints" / "counter.npz").exists()
-
-
 AGENT_MODULES = {
     "exits": "import sys\nsys.exit(0)\n",
     "interrupts": "def make():\n    raise KeyboardInterrupt\n",
@@ -344,3 +334,59 @@ def test_a_signal_stops_an_agent_module_that_blocks_on_import(tmp_path, signum):
         proc.kill()
     assert proc.returncode == 128 + signum, out[-2000:]
     assert "stopped before the run started" in out and "Traceback" not in out, out[-2000:]
+
+
+FULL_DISK = '''
+import errno, os, numpy as np
+_savez, _calls = np.savez, {"learner": 0}
+def _savez_until_the_disk_fills(file, *args, **kwargs):
+    if "learner" in os.readlink(f"/proc/self/fd/{file.fileno()}"):
+        _calls["learner"] += 1
+        if _calls["learner"] > 1:  # The first learner checkpoint fits; then the disk is full.
+            file.write(b"partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    return _savez(file, *args, **kwargs)
+np.savez = _savez_until_the_disk_fills
+'''
+
+
+def test_a_full_disk_stops_the_run_within_seconds_and_a_resume_works_once_freed(tmp_path):
+    """The learner's second checkpoint meets a full disk (a sitecustomize that the command's
+    Python loads stands for the disk): the failure is named at once, the run ends within
+    seconds though the actor is blocked on the rate limiter of the learner that died (it
+    used to wait out a 30 s join, silently), the first checkpoint is kept, and once there
+    is space the same command resumes from it."""
+    (tmp_path / "fault").mkdir()
+    (tmp_path / "fault" / "sitecustomize.py").write_text(FULL_DISK)
+    logdir = tmp_path / "run"
+    flags = [f"--logdir={logdir}", "--min_replay_size=100", "--batch_size=16",
+             "--eval_episodes=0", "--print_every_s=1", "--checkpoint_every_s=2",
+             "--hidden_sizes=32", "--head_hidden_size=32"]
+    proc = start_module("launch_programs.run", "--max_actor_steps=1000000", *flags,
+                        PYTHONPATH=str(tmp_path / "fault"))
+    failed_at = None
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("[run] node learner failed"):
+                failed_at = time.time()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    out = "".join(lines)
+    assert failed_at is not None, out[-3000:]
+    assert proc.returncode == 1, out[-3000:]
+    assert time.time() - failed_at < 15, out[-3000:]  # Stopping: 5 s at most per stage.
+    assert "Traceback" not in out, out[-3000:]
+    assert lines[-1].startswith("error: learner: cannot write checkpoint"), lines[-1]
+    assert "learner.npz: No space left on device; the previous one is kept" in lines[-1]
+    saved = np.load(logdir / "checkpoints" / "learner.npz")  # The first one, whole.
+    assert len(saved.files) > 0
+    summary = json.loads((logdir / "summary.json").read_text())
+    assert summary["status"] == "failed"
+    resumed = run_module("launch_programs.run", f"--max_actor_steps={summary['actor_steps'] + 500}",
+                         *flags)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"resuming from {logdir}" in resumed.stdout
+    assert "[learner] restored from" in resumed.stdout
