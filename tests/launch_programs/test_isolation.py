@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -87,7 +88,8 @@ if mode == "reverb":
     server.stop()
 if mode == "ray":
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1")
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             _temp_dir=sys.argv[2])  # The test's own folder, not the host's /tmp/ray.
     @ray.remote
     class Adder:
         def add(self, x):
@@ -198,7 +200,8 @@ def test_reverb_inside_is_unreachable_from_outside(start):
 
 
 def test_ray_runs_inside_and_nothing_outlives_kill_9(start):
-    proc = start("ray")
+    ray_tmp = tempfile.mkdtemp(dir="/tmp")  # Short: Ray's socket paths must fit 107 bytes.
+    proc = start("ray", os.path.join(ray_tmp, "ray"))
     assert "result 42" in read_until(proc, "ready", timeout=90)
     time.sleep(1.0)  # Let Ray's agents finish starting.
     run = descendants(proc.pid)
@@ -213,6 +216,7 @@ def test_ray_runs_inside_and_nothing_outlives_kill_9(start):
     for pid in left:  # Do not leave them to other tests.
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     assert not left, f"outlived kill -9 of the launched process by 15 s: {left}"
 
 
