@@ -140,7 +140,8 @@ class RunDir:
         if saved is None and _recorded_steps(self.lives):
             raise RunDirError(
                 f"--logdir: {checkpoint_path(path)} is missing, but {RECORD} records "
-                f"{len(self.lives)} earlier lives up to actor_steps={_recorded_steps(self.lives)}: "
+                f"{len(self.lives)} earlier {'life' if len(self.lives) == 1 else 'lives'} up to "
+                f"actor_steps={_recorded_steps(self.lives)}: "
                 f"a resume would restart the counts and wall time at 0; put the file back, or "
                 f"rerun with --fresh to start over")
         if saved is not None:
@@ -249,8 +250,7 @@ def _check_safe(path: str) -> None:
     if info.st_mode & 0o002:
         raise RunDirError(f"--logdir: {path} is writable by every user, who could plant links "
                           f"in it; run `chmod o-w {path}` or give another --logdir")
-    links = [rel for rel in run_files.symlinks(path)
-             if run_files.is_run_file(rel) or run_files.is_run_folder(rel)]
+    links = run_files.symlinks(path)
     if links:
         target = os.readlink(os.path.join(path, links[0]))
         raise RunDirError(f"--logdir: {os.path.join(path, links[0])} is a symbolic link (to "
@@ -274,10 +274,14 @@ def _read_record(path: str) -> dict[str, Any] | None:
     return record
 
 
+_JSON_TYPES = {list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
+
+
 def _record_problem(record: Any) -> str | None:
     """What is wrong with the shape of a run.json, or None."""
     if not isinstance(record, dict):
-        return f"a JSON {type(record).__name__}, not an object"
+        return f"a JSON {_JSON_TYPES.get(type(record), type(record).__name__)}, not an object"
     for key in ("config", "program", "ray"):
         if key in record and not isinstance(record[key], dict):
             return f"{key!r} is not an object"

@@ -45,31 +45,45 @@ def is_run_folder(relative: str) -> bool:
 
 
 def walk(logdir: str) -> tuple[list[str], list[str], list[str]]:
-    """(run files, foreign files, folders) under `logdir`, relative, sorted; a symlink is never
-    followed (it is listed as a file: foreign, or a run file's name that a check refuses)."""
-    own, foreign, folders = [], [], []
-    for root, dirs, files in os.walk(logdir, followlinks=False):
-        rel_root = os.path.relpath(root, logdir)
-        for name in list(dirs):
-            rel = name if rel_root == "." else f"{rel_root}/{name}"
-            if os.path.islink(os.path.join(root, name)):
-                dirs.remove(name)
-                files.append(name)
-            else:
-                folders.append(rel)
-        for name in files:
-            rel = name if rel_root == "." else f"{rel_root}/{name}"
-            (own if is_run_file(rel) else foreign).append(rel)
+    """(run files, foreign entries, run folders) under `logdir`, relative, sorted. Only the
+    run's folders (checkpoints, tb) are descended into: any other folder is one foreign
+    entry (`data/`), however much it holds. A symbolic link is never followed."""
+    own: list[str] = []
+    foreign: list[str] = []
+    folders: list[str] = []
+
+    def visit(rel_dir: str) -> None:
+        with os.scandir(os.path.join(logdir, rel_dir)) as entries:
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if is_run_folder(rel):
+                        folders.append(rel)
+                        visit(rel)
+                    else:
+                        foreign.append(rel + "/")
+                else:
+                    (own if is_run_file(rel) else foreign).append(rel)
+
+    visit("")
     return sorted(own), sorted(foreign), sorted(folders)
 
 
 def symlinks(logdir: str) -> list[str]:
-    """The symbolic links under `logdir` (relative): a run refuses to write through any."""
+    """The symbolic links where a run writes (its files' and folders' paths), relative."""
     found = []
-    for root, dirs, files in os.walk(logdir, followlinks=False):
-        for name in dirs + files:
-            if os.path.islink(os.path.join(root, name)):
-                found.append(os.path.relpath(os.path.join(root, name), logdir))
+
+    def visit(rel_dir: str) -> None:
+        with os.scandir(os.path.join(logdir, rel_dir)) as entries:
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                if entry.is_symlink():
+                    if is_run_file(rel) or is_run_folder(rel):
+                        found.append(rel)
+                elif entry.is_dir() and is_run_folder(rel):
+                    visit(rel)
+
+    visit("")
     return sorted(found)
 
 

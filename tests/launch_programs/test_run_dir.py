@@ -369,3 +369,21 @@ def test_a_logdir_of_tilde_means_the_home_folder(tmp_path, capsys, monkeypatch):
     code, err = _main(capsys, *SMALL, "--logdir=~")  # The home folder is no run directory.
     _one_line_error(code, err, f"--logdir: {tmp_path} is not empty and not a run directory")
     assert not (tmp_path / "~").exists()
+
+
+def test_only_the_runs_own_folders_are_looked_into(tmp_path, capsys):
+    """A user's folder beside a run's files is one foreign entry, however big (a home folder
+    given as --logdir is refused at once, not walked)."""
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    deep = logdir / "data" / "a" / "b"
+    deep.mkdir(parents=True)
+    (deep / "x.csv").write_text("1")
+    (deep / "link").symlink_to(tmp_path)  # Not where a run writes: allowed.
+    own, foreign, folders = run_files.walk(str(logdir))
+    assert foreign == ["data/"] and "data" not in folders
+    assert run_files.symlinks(str(logdir)) == []
+    fresh = RunDir.inspect(run.parse(SMALL + [f"--logdir={logdir}", "--fresh"]))
+    fresh.open()
+    fresh.close()
+    assert fresh.kept == ["data/"] and (deep / "x.csv").read_text() == "1"
