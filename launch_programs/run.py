@@ -108,6 +108,10 @@ def _base_parser() -> argparse.ArgumentParser:
     g.add_argument("--observation_indices", type=_parse_ints, default=(), metavar="INTS",
                    help="keep only these entries of a vector observation "
                         "(gym:CartPole-v1 with 0,2 hides the velocities)")
+    g.add_argument("--sticky_actions", type=float, default=None, metavar="FLOAT",
+                   help="atari: the probability that the game repeats the previous action, in "
+                        "training and evaluation (default: 0.25, Machado et al. 2018; 0: the "
+                        "protocol of most published Pong figures)")
     g.add_argument("--progress", type=_parse_bool, nargs="?", const=True, default=True,
                    metavar="BOOL",
                    help="one line for the whole run every --print_every_s (steps of the budget, "
@@ -183,6 +187,7 @@ class RunSpec:
     # The preset values in effect: {"family", "config": {...}, "program": {...}}.
     preset: dict = dataclasses.field(default_factory=dict)
     progress: bool = True  # One consolidated progress line, not each node's rows.
+    sticky_actions: float | None = None  # atari: the protocol's sticky-action probability.
 
     @property
     def on_cluster(self) -> bool:
@@ -237,6 +242,7 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     except ConfigError as e:
         raise UsageError(str(e)) from None
     preset = _applied_preset(builder_class, args.env, values, program_config, agent_config)
+    sticky_actions = _sticky_actions(args.env, args.sticky_actions)
     logdir = args.logdir or os.path.join("runs", f"{_tag(args.agent)}-{_tag(args.env)}-s{args.seed}")
     # `--logdir=~/runs/x` (a shell leaves `~` after `=` as it is): the home folder, as a user
     # means, never a folder named `~` here (that a later `rm -rf ~` would turn into a disaster).
@@ -245,7 +251,22 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     logdir = os.path.abspath(logdir)
     return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
                    program_config, builder_class, ray_config, tuple(args.observation_indices),
-                   args.private_network, preset, args.progress)
+                   args.private_network, preset, args.progress, sticky_actions)
+
+
+def _sticky_actions(env: str, given: float | None) -> float | None:
+    """The run's sticky-action probability: the flag, else 0.25 for atari: (None elsewhere);
+    the flag for another family, or outside [0, 1), is a UsageError."""
+    from components.environments import UnknownEnvironmentError
+    from components.environments.atari import STICKY_ACTION_PROBABILITY
+    from components.environments.registry import check_sticky_actions_for
+
+    if given is None:
+        return STICKY_ACTION_PROBABILITY if env.startswith("atari:") else None
+    try:
+        return check_sticky_actions_for(env, given)
+    except UnknownEnvironmentError as e:
+        raise UsageError(str(e)) from None
 
 
 def _applied_preset(builder_class: type, env: str, values: dict, program_config: Any,
@@ -266,17 +287,20 @@ def _applied_preset(builder_class: type, env: str, values: dict, program_config:
 
 
 def _environment_factory(name: str, seed: int, evaluation: bool,
-                         observation_indices: tuple[int, ...] = ()):
+                         observation_indices: tuple[int, ...] = (),
+                         sticky_actions: float | None = None):
     from components.environments import make_environment
 
     return make_environment(name, seed=seed, evaluation=evaluation,
-                            observation_indices=observation_indices)
+                            observation_indices=observation_indices,
+                            sticky_actions=sticky_actions)
 
 
-def _vector_environments(name: str, seeds: list, evaluation: bool):
+def _vector_environments(name: str, seeds: list, evaluation: bool,
+                         sticky_actions: float | None = None):
     from components.environments import make_vector_environment
 
-    return make_vector_environment(name, seeds, evaluation)
+    return make_vector_environment(name, seeds, evaluation, sticky_actions=sticky_actions)
 
 
 def batched_environment_factory(run: RunSpec):
@@ -285,7 +309,8 @@ def batched_environment_factory(run: RunSpec):
 
     if not run.program_config.atari_vector_env:
         return None
-    factory = functools.partial(_vector_environments, run.env)
+    factory = functools.partial(_vector_environments, run.env,
+                                sticky_actions=run.sticky_actions)
     try:
         factory([0], False).close()  # An unknown game or a non-Atari env fails here.
     except UnknownEnvironmentError as e:
@@ -301,7 +326,8 @@ def prepare(run: RunSpec):
     from launch_programs.agent_program import check_inference
 
     factory = functools.partial(_environment_factory, run.env,
-                                observation_indices=run.observation_indices)
+                                observation_indices=run.observation_indices,
+                                sticky_actions=run.sticky_actions)
     try:
         environment = factory(seed=0, evaluation=False)
     except UnknownEnvironmentError as e:
@@ -510,7 +536,8 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
     preset_line = describe_preset(run.agent, run.preset)
     if preset_line:
         print(f"[run] {preset_line}", flush=True)
-    print(f"[run] {run.agent} on {run.env}, launch={run.launch}, "
+    protocol = "" if run.sticky_actions is None else f" (sticky actions {run.sticky_actions:g})"
+    print(f"[run] {run.agent} on {run.env}{protocol}, launch={run.launch}, "
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
     try:
@@ -551,6 +578,8 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
         extra["inference"] = inference
     if run.observation_indices:
         extra["observation_indices"] = list(run.observation_indices)
+    if run.sticky_actions is not None:
+        extra["sticky_actions"] = run.sticky_actions
     if signals.received is not None:
         extra["signal"] = signal.Signals(signals.received).name
     if result.error is not None:

@@ -48,6 +48,7 @@ def settings(run) -> dict[str, Any]:
 
     return to_json({
         "agent": run.agent, "env": run.env, "observation_indices": list(run.observation_indices),
+        **({} if run.sticky_actions is None else {"sticky_actions": run.sticky_actions}),
         "config": as_dict(run.agent_config), "program": as_dict(run.program_config),
         "launch": run.launch, "ray": as_dict(run.ray_config) if run.ray_config else {},
     })
@@ -128,6 +129,8 @@ class RunDir:
         if self.fresh:
             return
         record = _read_record(os.path.join(path, RECORD))
+        if record is not None and "sticky_actions" in self.current:
+            record.setdefault("sticky_actions", 0.25)  # What atari: played before the flag.
         if record is not None:
             self.changed = differences(record, self.current)
             fixed = {k: v for k, v in self.changed.items() if k not in RESUMABLE}

@@ -2,7 +2,8 @@
 
 84x84 greyscale frames, max-pooled over the last two of 4 repeated actions,
 4 frames stacked on the last axis (HWC, uint8), sticky actions with
-probability 0.25, up to 30 no-op actions at reset, episodes capped at 27,000
+probability 0.25 (Machado et al. 2018; `sticky_actions=0` gives the protocol
+of most published Pong figures), up to 30 no-op actions at reset, episodes capped at 27,000
 agent steps (108,000 frames). Rewards are clipped to [-1, 1] for training
 only; evaluation sees the game's score.
 """
@@ -37,7 +38,15 @@ class _ChannelsLast(gym.ObservationWrapper):
         return frames_last(observation)
 
 
-def make_atari_gym(game: str, max_episode_steps: int = MAX_EPISODE_STEPS) -> gym.Env:
+def check_sticky_actions(probability: float) -> float:
+    """`probability` if it is one a game can repeat actions with, in [0, 1); else ValueError."""
+    if not 0.0 <= probability < 1.0:  # nan fails too.
+        raise ValueError(f"--sticky_actions: must be in [0, 1), got {probability!r}")
+    return float(probability)
+
+
+def make_atari_gym(game: str, max_episode_steps: int = MAX_EPISODE_STEPS,
+                   sticky_actions: float = STICKY_ACTION_PROBABILITY) -> gym.Env:
     """Returns the preprocessed gymnasium environment for `game` (e.g. "Pong")."""
     import ale_py
 
@@ -45,7 +54,7 @@ def make_atari_gym(game: str, max_episode_steps: int = MAX_EPISODE_STEPS) -> gym
     env = gym.make(
         f"ALE/{game}-v5",
         frameskip=1,  # Action repeat is done by AtariPreprocessing (with max-pooling).
-        repeat_action_probability=STICKY_ACTION_PROBABILITY,
+        repeat_action_probability=check_sticky_actions(sticky_actions),
         full_action_space=False,
         max_episode_steps=None,
     )
@@ -58,9 +67,12 @@ def make_atari_gym(game: str, max_episode_steps: int = MAX_EPISODE_STEPS) -> gym
     return _ChannelsLast(env)
 
 
-def make_atari(game: str, seed: int | None = None, evaluation: bool = False) -> dm_env.Environment:
-    """Returns the dm_env Atari environment; rewards clipped unless `evaluation`."""
-    env: dm_env.Environment = GymnasiumToDmEnv(make_atari_gym(game), seed=seed)
+def make_atari(game: str, seed: int | None = None, evaluation: bool = False,
+               sticky_actions: float = STICKY_ACTION_PROBABILITY) -> dm_env.Environment:
+    """Returns the dm_env Atari environment; rewards clipped unless `evaluation`. Evaluation
+    plays with the same sticky actions as training (the protocol is the run's)."""
+    env: dm_env.Environment = GymnasiumToDmEnv(
+        make_atari_gym(game, sticky_actions=sticky_actions), seed=seed)
     if not evaluation:
         env = RewardClippingWrapper(env)
     return env

@@ -21,6 +21,7 @@ from components.environments.atari import (
     FRAME_STACK,
     MAX_EPISODE_STEPS,
     STICKY_ACTION_PROBABILITY,
+    check_sticky_actions,
 )
 from components.environments.frames import frames_last
 
@@ -29,7 +30,8 @@ class AtariVectorEnvironment:
     """K games of `game` behind the batched environment interface."""
 
     def __init__(self, game: str, num_envs: int, seed: int = 0, evaluation: bool = False,
-                 num_threads: int = 0, max_episode_steps: int = MAX_EPISODE_STEPS):
+                 num_threads: int = 0, max_episode_steps: int = MAX_EPISODE_STEPS,
+                 sticky_actions: float = STICKY_ACTION_PROBABILITY):
         from ale_py.vector_env import AtariVectorEnv
 
         if num_envs < 1:
@@ -37,7 +39,8 @@ class AtariVectorEnvironment:
         self._env = AtariVectorEnv(
             game=_rom_name(game), num_envs=num_envs, num_threads=num_threads,
             max_num_frames_per_episode=max_episode_steps * ACTION_REPEAT,
-            repeat_action_probability=STICKY_ACTION_PROBABILITY, full_action_space=False,
+            repeat_action_probability=check_sticky_actions(sticky_actions),
+            full_action_space=False,
             frameskip=ACTION_REPEAT, stack_num=FRAME_STACK, img_height=84, img_width=84,
             grayscale=True, maxpool=True, noop_max=30, episodic_life=False,
             reward_clipping=not evaluation,  # Evaluation sees the game's score.

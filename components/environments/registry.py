@@ -38,13 +38,15 @@ def _make_gym(name: str, seed: int | None, evaluation: bool) -> dm_env.Environme
     return GymnasiumToDmEnv(env, seed=seed)
 
 
-def _make_atari(name: str, seed: int | None, evaluation: bool) -> dm_env.Environment:
+def _make_atari(name: str, seed: int | None, evaluation: bool,
+                sticky_actions: float | None = None) -> dm_env.Environment:
     import gymnasium as gym
 
-    from components.environments.atari import make_atari
+    from components.environments.atari import STICKY_ACTION_PROBABILITY, make_atari
 
+    sticky = STICKY_ACTION_PROBABILITY if sticky_actions is None else sticky_actions
     try:
-        return make_atari(name, seed=seed, evaluation=evaluation)
+        return make_atari(name, seed=seed, evaluation=evaluation, sticky_actions=sticky)
     except gym.error.Error as e:
         raise UnknownEnvironmentError(f"--env: ale-py has no game '{name}' ({e})") from e
 
@@ -99,17 +101,24 @@ def make_environment(
     seed: int | None = None,
     evaluation: bool = False,
     observation_indices: Sequence[int] = (),
+    sticky_actions: float | None = None,
 ) -> dm_env.Environment:
     """Makes the environment named `kind:id`, with float32 observations and rewards.
 
     `observation_indices` keeps only those entries of a vector observation
     (e.g. (0, 2) hides CartPole's velocities); empty keeps everything.
+    `sticky_actions` (atari: only) is the probability that a game repeats the
+    previous action; None: the family's default (0.25).
     """
     kind, sep, env_id = name.partition(":")
     if not sep or not env_id or kind not in _FACTORIES:
         allowed = "; ".join(ENVIRONMENT_KINDS.values())
         raise UnknownEnvironmentError(f"--env: unknown environment '{name}'; allowed: {allowed}")
-    environment = SinglePrecisionWrapper(_FACTORIES[kind](env_id, seed, evaluation))
+    if sticky_actions is not None:
+        check_sticky_actions_for(name, sticky_actions)
+        environment = SinglePrecisionWrapper(_make_atari(env_id, seed, evaluation, sticky_actions))
+    else:
+        environment = SinglePrecisionWrapper(_FACTORIES[kind](env_id, seed, evaluation))
     if observation_indices:
         try:
             environment = ObservationIndicesWrapper(environment, observation_indices)
@@ -118,7 +127,22 @@ def make_environment(
     return environment
 
 
-def make_vector_environment(name: str, seeds: Sequence[int], evaluation: bool = False):
+def check_sticky_actions_for(name: str, sticky_actions: float) -> float:
+    """`sticky_actions` if `name` is an atari: environment and it is in [0, 1);
+    UnknownEnvironmentError (one line naming the flag) otherwise."""
+    from components.environments.atari import check_sticky_actions
+
+    if not name.startswith("atari:"):
+        raise UnknownEnvironmentError(
+            f"--sticky_actions: only for atari:<Game> environments, got --env={name}")
+    try:
+        return check_sticky_actions(sticky_actions)
+    except ValueError as e:
+        raise UnknownEnvironmentError(str(e)) from None
+
+
+def make_vector_environment(name: str, seeds: Sequence[int], evaluation: bool = False,
+                            sticky_actions: float | None = None):
     """len(seeds) games stepped in native threads (`atari:<Game>` only), one batched environment.
 
     The games are seeded seeds[0], seeds[0] + 1, ...: ale-py seeds its games
@@ -128,9 +152,13 @@ def make_vector_environment(name: str, seeds: Sequence[int], evaluation: bool = 
     if kind != "atari" or not game:
         raise UnknownEnvironmentError(
             f"--atari_vector_env: only for atari:<Game> environments, got '{name}'")
+    from components.environments.atari import STICKY_ACTION_PROBABILITY
     from components.environments.atari_vector import AtariVectorEnvironment
 
+    sticky = STICKY_ACTION_PROBABILITY if sticky_actions is None else \
+        check_sticky_actions_for(name, sticky_actions)
     try:
-        return AtariVectorEnvironment(game, len(seeds), seed=int(seeds[0]), evaluation=evaluation)
+        return AtariVectorEnvironment(game, len(seeds), seed=int(seeds[0]), evaluation=evaluation,
+                                      sticky_actions=sticky)
     except Exception as e:  # noqa: BLE001  (ale-py raises a bare error for an unknown ROM)
         raise UnknownEnvironmentError(f"--env: ale-py has no game '{game}' ({e})") from e

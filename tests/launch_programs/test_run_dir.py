@@ -387,3 +387,32 @@ def test_only_the_runs_own_folders_are_looked_into(tmp_path, capsys):
     fresh.open()
     fresh.close()
     assert fresh.kept == ["data/"] and (deep / "x.csv").read_text() == "1"
+
+
+def test_the_sticky_actions_protocol_is_recorded_and_a_resume_with_another_is_refused(
+        tmp_path, capsys):
+    atari = ["--env=atari:Pong", "--hidden_sizes=32", "--max_actor_steps=1000"]
+    assert run.parse(atari).sticky_actions == 0.25  # Machado et al.'s default.
+    assert run.parse(SMALL).sticky_actions is None  # Not an atari: game.
+    logdir = tmp_path / "run"
+    spec = run.parse(atari + ["--sticky_actions=0", f"--logdir={logdir}"])
+    first = RunDir.inspect(spec)
+    first.open()
+    first.close()
+    assert json.loads((logdir / RECORD).read_text())["sticky_actions"] == 0.0
+    (logdir / "checkpoints").mkdir()
+    CounterNode(initial={"actor_steps": 100.0}, logdir=str(logdir)).checkpoint()
+    code, err = _main(capsys, *atari, f"--logdir={logdir}")  # The default, 0.25, this time.
+    _one_line_error(code, err, "holds a run with other settings", "--sticky_actions 0.0 -> 0.25")
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--sticky_actions=0.1"], "--sticky_actions: only for atari:<Game> environments"),
+    (["--env=atari:Pong", "--sticky_actions=1"], "--sticky_actions: must be in [0, 1), got 1.0"),
+    (["--env=atari:Pong", "--sticky_actions=nan"], "--sticky_actions: must be in [0, 1)"),
+])
+def test_a_sticky_actions_flag_that_does_not_apply_fails_in_one_line(tmp_path, capsys, flags,
+                                                                     needle):
+    code, err = _main(capsys, *SMALL, *flags, f"--logdir={tmp_path}/run")
+    _one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()

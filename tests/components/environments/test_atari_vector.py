@@ -87,3 +87,23 @@ def test_rom_names_and_bad_names():
         make_vector_environment("gym:CartPole-v1", seeds=[0])
     with pytest.raises(UnknownEnvironmentError, match="no game"):
         make_vector_environment("atari:NoSuchGame", seeds=[0])
+
+
+@pytest.mark.parametrize("given,expected", [(None, 0.25), (0.0, 0.0)])
+def test_the_vector_env_plays_with_the_runs_sticky_actions(monkeypatch, given, expected):
+    import ale_py.vector_env
+
+    seen = {}
+    real = ale_py.vector_env.AtariVectorEnv
+
+    def recording(**kwargs):
+        seen.update(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(ale_py.vector_env, "AtariVectorEnv", recording)
+    env = make_vector_environment("atari:Pong", seeds=[0, 1], evaluation=True,
+                                  sticky_actions=given)
+    env.close()
+    assert seen["repeat_action_probability"] == expected
+    with pytest.raises(UnknownEnvironmentError, match=r"--sticky_actions: must be in \[0, 1\)"):
+        make_vector_environment("atari:Pong", seeds=[0], sticky_actions=1.5)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import dm_env
 import numpy as np
 import pytest
@@ -96,3 +98,35 @@ def test_control_suite_state_observations_are_one_float32_vector():
     assert 0.0 <= float(timestep.reward) <= 1.0
     with pytest.raises(UnknownEnvironmentError, match="no task"):
         make_environment("control:cartpole:fly", seed=0)
+
+
+def _ale(environment):
+    """The ALE interface under the dm_env wrappers of a Python atari: environment."""
+    inner = environment
+    while hasattr(inner, "_environment") or hasattr(inner, "_env"):
+        inner = getattr(inner, "_environment", None) or inner._env
+    return inner.unwrapped.ale
+
+
+@pytest.mark.parametrize("given,expected", [(None, 0.25), (0.0, 0.0), (0.1, 0.1)])
+@pytest.mark.parametrize("evaluation", [False, True])
+def test_atari_sticky_actions_are_the_runs_protocol_in_training_and_evaluation(
+        given, expected, evaluation):
+    env = make_environment("atari:Pong", seed=0, evaluation=evaluation, sticky_actions=given)
+    try:
+        assert _ale(env).getFloat("repeat_action_probability") == pytest.approx(expected)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("name,value,needle", [
+    ("gym:CartPole-v1", 0.1, "only for atari:<Game> environments"),
+    ("minatar:breakout", 0.0, "only for atari:<Game> environments"),
+    ("atari:Pong", 1.0, "must be in [0, 1), got 1.0"),
+    ("atari:Pong", -0.1, "must be in [0, 1)"),
+    ("atari:Pong", float("nan"), "must be in [0, 1)"),
+])
+def test_sticky_actions_outside_atari_or_range_are_refused(name, value, needle):
+    with pytest.raises(UnknownEnvironmentError, match=re.escape("--sticky_actions: ")) as info:
+        make_environment(name, sticky_actions=value)
+    assert needle in str(info.value)
