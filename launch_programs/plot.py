@@ -8,6 +8,10 @@ One figure, two panels, one line per agent and environment:
   of each round's mean, shaded from the lowest to the highest run;
 - training episode return, the actors' episodes averaged in bins of the x axis.
 
+`--reference=FILE` (repeatable) draws a published curve beside them, dashed,
+on the panel of its kind of episodes (`launch_programs/references.py`; the
+data with their sources are in bench/references/).
+
 It reads what every run writes (`run.json`, `evaluator.csv`, `actor.csv`), so it
 works on a run still going and on one stopped and resumed (its curve goes on).
 A damaged row (cut short by a killed process, or not numbers) is skipped and
@@ -30,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentkit.loggers import read_csv
+from launch_programs.references import Reference, ReferenceError, load_reference
 from launch_programs.summary import evaluation_rounds
 
 X_AXES = {"actor_steps": "actor steps", "wall_time_s": "wall time (s)"}
@@ -225,7 +230,8 @@ def output_path(out: str | None, run_dirs: Sequence[str]) -> str:
 
 
 def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps",
-         damaged: dict[str, int] | None = None) -> list[Line]:
+         damaged: dict[str, int] | None = None,
+         references: Sequence[Reference] = ()) -> list[Line]:
     """Writes the figure of `run_dirs` to the file `out`, whose extension (one of FORMATS)
     picks the format; returns the evaluation lines drawn. OutError when `out` cannot be
     written (a figure already there is then left as it was)."""
@@ -250,6 +256,10 @@ def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps",
             axis.fill_between(line.x, line.low, line.high, color=handle.get_color(), alpha=0.2)
             if axis is top:
                 drawn.append(line)
+    for reference in references:  # Published curves, dashed, on the panel of their episodes.
+        axis = top if reference.panel == "evaluation" else bottom
+        axis.plot(reference.steps, reference.returns, linestyle="--", linewidth=1.2,
+                  label=reference.label)
     top.set_ylabel("evaluation return")
     bottom.set_ylabel("training episode return")
     bottom.set_xlabel(X_AXES[x])
@@ -291,12 +301,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"{', '.join('.' + f for f in FORMATS)}, picks the format (none: "
                              f".png is added; a directory: {DEFAULT_NAME} in it; default: "
                              f"{DEFAULT_NAME} in the first RUN_DIR)")
+    parser.add_argument("--reference", action="append", default=[], metavar="FILE",
+                        help="a published curve to draw beside the runs, dashed (JSON with its "
+                             "source, protocol and points: bench/references/*.json); repeatable")
     args = parser.parse_args(argv)
     damaged: dict[str, int] = {}
     try:
+        if args.reference and args.x != "actor_steps":
+            raise ReferenceError("--reference: published curves are by agent steps; "
+                                 "leave --x at actor_steps")
+        references = [load_reference(path) for path in args.reference]
         out = output_path(args.out, args.run_dirs)
-        lines = plot(args.run_dirs, out, args.x, damaged)
-    except RunDirError as e:
+        lines = plot(args.run_dirs, out, args.x, damaged, references)
+    except (RunDirError, ReferenceError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OutError as e:
@@ -311,6 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in lines:
         print(f"[plot] {line.label}: {len(line.x)} evaluation rounds, last mean "
               f"{line.centre[-1]:.2f}")
+    for reference in references:
+        print(f"[plot] reference {reference.label}: {len(reference.steps)} points "
+              f"({reference.source})")
     print(f"[plot] wrote {out}")
     return 0
 

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from launch_programs import plot
+from launch_programs.references import load_reference
+from tests.commands import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -106,7 +108,7 @@ def _plot(*args, wrapper: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """`python -m launch_programs.plot ARGS` from the checkout, in a clean environment (run
     by the command `wrapper`, when given)."""
     return subprocess.run([*wrapper, sys.executable, "-m", "launch_programs.plot",
-                           *map(str, args)], cwd=ROOT, env={"PATH": os.defpath},
+                           *map(str, args)], cwd=ROOT, env=user_env(),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -228,3 +230,46 @@ def test_the_command_reports_the_file_it_wrote(tmp_path, kind):
     assert done.stdout.splitlines()[-1] == f"[plot] wrote {written}"
     assert _png(written)
     assert out.is_dir() == (kind == "directory")
+
+
+DOPAMINE = [os.path.join(ROOT, "bench", "references", f"dopamine-pong-{agent}.json")
+            for agent in ("dqn", "rainbow")]
+
+
+def test_the_kept_references_name_their_source_and_read_as_published():
+    dqn, rainbow = (load_reference(path) for path in DOPAMINE)
+    assert "google/dopamine" in dqn.source and dqn.panel == rainbow.panel == "training"
+    assert dqn.steps[:2] == (250_000.0, 500_000.0) and len(dqn.steps) == 199  # 1M frames each.
+    first = next(s for s, r in zip(rainbow.steps, rainbow.returns) if r >= 18)
+    assert first == 4_000_000  # Rainbow's mean of 5 seeds first >= 18 (sticky), as read.
+
+
+def test_references_are_drawn_beside_the_runs(tmp_path):
+    run = _run(tmp_path / "run", env="atari:Pong")
+    done = _plot(run, f"--out={tmp_path}/with.png", *(f"--reference={p}" for p in DOPAMINE))
+    assert done.returncode == 0, done.stderr
+    assert "[plot] reference Dopamine DQN (sticky 0.25, mean of 5 seeds): 199 points" in done.stdout
+    assert "[plot] reference Dopamine Rainbow" in done.stdout
+    assert _png(tmp_path / "with.png")
+    plain = _plot(run, f"--out={tmp_path}/without.png")
+    assert plain.returncode == 0 and "[plot] reference" not in plain.stdout
+    assert (tmp_path / "with.png").read_bytes() != (tmp_path / "without.png").read_bytes()
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("[]", "a JSON list, not an object"),
+    ('{"label": "x"}', "no source, protocol, how_read, x, panel, points"),
+    (json.dumps({"label": "x", "source": "s", "protocol": "p", "how_read": "h",
+                 "x": "agent_steps", "panel": "training", "points": [[1, "a"]]}),
+     "is not [agent steps, return] as two finite numbers"),
+    (json.dumps({"label": "x", "source": "s", "protocol": "p", "how_read": "h",
+                 "x": "frames", "panel": "training", "points": [[1, 2]]}),
+     "only agent_steps is drawn"),
+    ("not json", "cannot read it"),
+])
+def test_a_reference_that_cannot_be_drawn_fails_in_one_line(tmp_path, content, needle):
+    run = _run(tmp_path / "run")
+    (tmp_path / "ref.json").write_text(content)
+    _error(_plot(run, f"--reference={tmp_path}/ref.json"), f"--reference={tmp_path}/ref.json",
+           needle)
+    _error(_plot(run, "--x=wall_time_s", f"--reference={DOPAMINE[0]}"), "by agent steps")
