@@ -24,7 +24,7 @@ class DQNConfig:
 
     # Network.
     dueling: bool = True  # Dueling value/advantage head.
-    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "minatar" (one conv), or "auto" by shape.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "atari_shallow" (16/32), "minatar", or "auto".
     # "bfloat16": the Nature CNN's convolutions in bfloat16 on float32 weights (1.2x a DQN
     # learner step at batch 32 on CPUs with AVX-512 BF16 or AMX); "auto": bfloat16 on such
     # CPUs, float32 elsewhere (components.networks.precision).

@@ -46,7 +46,7 @@ class PPOConfig:
     max_gradient_norm: float = 0.5  # Global-norm gradient clipping.
 
     # Network.
-    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "minatar" (one conv), or "auto" by shape.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "atari_shallow" (16/32), "minatar", or "auto".
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).

@@ -25,7 +25,7 @@ class R2D2Config:
     target_update_period: int = 200  # Learner steps between target network copies.
 
     # Network: torso -> LSTM -> (dueling) head.
-    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "minatar" (one conv), or "auto" by shape.
+    torso: str = "auto"  # "mlp", "atari" (Nature CNN), "atari_shallow" (16/32), "minatar", or "auto".
     hidden_sizes: tuple[int, ...] = (128,)  # MLP torso layers.
     lstm_size: int = 128  # LSTM core units.
     dueling: bool = True  # Dueling value/advantage head.

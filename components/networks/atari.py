@@ -1,4 +1,6 @@
-"""The convolutional torso of the Nature DQN (Mnih et al., 2015)."""
+"""The convolutional torsos of Atari agents: the Nature DQN's (Mnih et al., 2015) and the
+IMPALA paper's shallow one (Espeholt et al., 2018: 16 and 32 filters, about a third of the
+Nature CNN's FLOPs)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from components.networks.precision import resolve_compute_dtype
 
 # The three valid-padding convolutions need at least this many pixels a side.
 MIN_SIDE = 36
+# (filters, kernel, stride) of each convolution.
+NATURE_LAYERS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+SHALLOW_LAYERS = ((16, 8, 4), (32, 4, 2))
 
 
 class AtariTorso(snt.Module):
@@ -25,21 +30,19 @@ class AtariTorso(snt.Module):
     """
 
     def __init__(self, compute_dtype: str = "float32", init: str = "default",
-                 name: str = "atari_torso"):
+                 name: str = "atari_torso", layers=NATURE_LAYERS):
         super().__init__(name=name)
         self.compute_dtype = resolve_compute_dtype(compute_dtype)
         self._dtype = tf.as_dtype(self.compute_dtype)
         w_init = hidden_init(init)  # `init`: components.networks.initializers.INITS.
-        self._convs = [
-            snt.Conv2D(32, [8, 8], stride=[4, 4], padding="VALID", w_init=w_init),
-            snt.Conv2D(64, [4, 4], stride=[2, 2], padding="VALID", w_init=w_init),
-            snt.Conv2D(64, [3, 3], stride=[1, 1], padding="VALID", w_init=w_init),
-        ]
+        self._convs = [snt.Conv2D(filters, [kernel, kernel], stride=[stride, stride],
+                                  padding="VALID", w_init=w_init)
+                       for filters, kernel, stride in layers]
         self._to_features = snt.Flatten()
-        self._network = snt.Sequential([
-            self._convs[0], tf.nn.relu, self._convs[1], tf.nn.relu, self._convs[2], tf.nn.relu,
-            self._to_features,
-        ])
+        steps: list = []
+        for conv in self._convs:
+            steps += [conv, tf.nn.relu]
+        self._network = snt.Sequential(steps + [self._to_features])
 
     def __call__(self, inputs: tf.Tensor) -> tf.Tensor:
         frames = tf.cast(inputs, tf.float32) / 255.0

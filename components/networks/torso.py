@@ -9,17 +9,18 @@ import sonnet as snt
 
 from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec
-from components.networks.atari import MIN_SIDE, AtariTorso
+from components.networks.atari import MIN_SIDE, SHALLOW_LAYERS, AtariTorso
 from components.networks.minatar import MinAtarTorso
 from components.networks.mlp import MLPTorso
 
-TORSOS = ("auto", "mlp", "atari", "minatar")
+TORSOS = ("auto", "mlp", "atari", "atari_shallow", "minatar")
 
 
 def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
                compute_dtype: str = "float32", init: str = "default",
                activation: str = "relu") -> snt.Module:
-    """`kind` is "mlp", "atari", "minatar" or "auto": atari for [H, W, C] observations at
+    """`kind` is "mlp", "atari" (Nature CNN), "atari_shallow" (the IMPALA paper's 16/32 CNN),
+    "minatar" or "auto": atari for [H, W, C] observations at
     least MIN_SIDE a side, minatar for smaller grids, mlp for the rest. `compute_dtype`
     ("float32" or "bfloat16") is the Nature CNN's (the other torsos compute in float32);
     `init` its weights' initialiser (`components.networks.initializers`); `activation` the
@@ -37,11 +38,14 @@ def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
             raise ConfigError(f"--torso: 'minatar' needs [H, W, C] observations with H, W >= 3, "
                               f"got shape {tuple(shape)}")
         return MinAtarTorso(init)
-    if kind == "atari":
+    if kind in ("atari", "atari_shallow"):
         if len(shape) != 3 or min(shape[:2]) < MIN_SIDE:
             raise ConfigError(
-                f"--torso: 'atari' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
+                f"--torso: '{kind}' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
                 f"got shape {tuple(shape)}"
             )
+        if kind == "atari_shallow":
+            return AtariTorso(compute_dtype, init, name="atari_shallow_torso",
+                              layers=SHALLOW_LAYERS)
         return AtariTorso(compute_dtype, init)
     return MLPTorso(hidden_sizes, init, activation)

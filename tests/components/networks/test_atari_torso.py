@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -68,3 +70,21 @@ def test_policy_value_networks_compute_in_the_configured_dtype():
     assert 0 < diff <= 0.05 * np.abs(logits_a.numpy()).max()
     with pytest.raises(ConfigError, match="^--compute_dtype: must be one of float32, bfloat16"):
         IMPALAConfig(compute_dtype="float16")
+
+
+def test_the_shallow_torso_is_chosen_by_name_and_gives_its_features():
+    from dm_env import specs
+
+    from agentkit.specs import EnvironmentSpec
+    from components.networks.torso import make_torso
+
+    spec = EnvironmentSpec(specs.Array((84, 84, 4), np.uint8), specs.DiscreteArray(6),
+                           specs.Array((), np.float32), specs.BoundedArray((), np.float32, 0, 1))
+    frames = tf.zeros((2, 84, 84, 4), tf.uint8)
+    torso = make_torso(spec, "atari_shallow", ())
+    assert torso(frames).shape == (2, 9 * 9 * 32)
+    assert sorted(tuple(v.shape) for v in torso.trainable_variables) == sorted(
+        [(8, 8, 4, 16), (16,), (4, 4, 16, 32), (32,)])
+    small = dataclasses.replace(spec, observations=specs.Array((10, 10, 4), np.uint8))
+    with pytest.raises(ConfigError, match="--torso: 'atari_shallow' needs"):
+        make_torso(small, "atari_shallow", ())

@@ -48,3 +48,20 @@ def test_no_dense_op_or_an_open_shape_fails():
 def test_the_matmul_rate_is_a_plausible_rate():
     rate = matmul_rate(size=256, seconds=0.2)
     assert 1e8 < rate < 1e14  # FLOP/s: above 0.1 GFLOP/s, below 100 TFLOP/s.
+
+
+def test_the_shallow_torso_is_about_a_third_of_the_nature_one():
+    """The IMPALA paper's 16/32 network (torso="atari_shallow"), by hand: its two convolutions
+    and a 256-unit head, against the Nature CNN with its 512-unit head."""
+    from components.networks.atari import SHALLOW_LAYERS
+
+    spec = tf.TensorSpec((1, 84, 84, 4), tf.uint8)
+    shallow = snt.Sequential([AtariTorso(layers=SHALLOW_LAYERS), snt.Linear(256), tf.nn.relu,
+                              snt.Linear(6)])
+    nature = snt.Sequential([AtariTorso(), snt.Linear(512), tf.nn.relu, snt.Linear(6)])
+    conv1 = 20 * 20 * 16 * (8 * 8 * 4)
+    conv2 = 9 * 9 * 32 * (4 * 4 * 16)
+    dense = 9 * 9 * 32 * 256 + 256 * 6
+    small = forward_flops(shallow, spec).total
+    assert small == 2 * (conv1 + conv2 + dense)
+    assert 0.25 < small / forward_flops(nature, spec).total < 0.40
