@@ -65,6 +65,13 @@ RUNS = {
     # minutes (the replay's is about 2 GB at 1M steps): the 2026-12-02 run.
     "dqn-atari-pong-bf16": ("dqn", "atari:Pong", 2_000_000, 18.0,
                             ["--compute_dtype=bfloat16", "--checkpoint_every_s=1200"]),
+    # Issue 36's first PPO Pong trial, on the references' protocol (no sticky actions): the
+    # IMPALA paper's 16/32 network with a 256 head (273 against 219 agent steps/s for the
+    # Nature CNN on 2 cores), the rate annealed to 0 over the 2M steps' 31,250 SGD steps as
+    # CleanRL's, 10 evaluation episodes every 200k steps.
+    "ppo-atari-pong-nosticky-shallow": ("ppo", "atari:Pong", 2_000_000, 18.0, [
+        "--sticky_actions=0", "--torso=atari_shallow", "--head_hidden_size=256",
+        "--learning_rate_decay_steps=31250", "--eval_episodes=10", "--eval_every=200000"]),
     # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
     "r2d2-atari-pong": ("r2d2", "atari:Pong", 3_000_000, 18.0, []),
 }

@@ -289,7 +289,8 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def make_parser() -> argparse.ArgumentParser:
+    """The command line's flags (the docs' tests check commands against it)."""
     parser = _Parser(
         prog="python -m launch_programs.plot",
         description="Learning curves (evaluation and training return) of run directories.")
@@ -304,6 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reference", action="append", default=[], metavar="FILE",
                         help="a published curve to draw beside the runs, dashed (JSON with its "
                              "source, protocol and points: bench/references/*.json); repeatable")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
     damaged: dict[str, int] = {}
     try:

@@ -257,7 +257,8 @@ def _check_plot(args: list[str]) -> None:
     from launch_programs import plot
 
     flags = [a for a in args if a.startswith("--")]
-    unknown = [f for f in flags if f.split("=")[0] not in ("--x", "--out")]
+    known = set(plot.make_parser()._option_string_actions)
+    unknown = [f for f in flags if f.split("=")[0] not in known]
     if unknown:
         raise DocCommandError(f"launch_programs.plot: unknown flags {unknown}")
     for flag in flags:

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from launch_programs.processes import alive, descendants
+from tests.commands import shell_signals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMAND = [sys.executable, "-m", "launch_programs.local_cluster"]
@@ -104,7 +105,8 @@ def test_sighup_stops_the_cluster_as_ctrl_c_does(ray_tmpdir):
     with _sighup_not_ignored():
         cluster = subprocess.Popen([*COMMAND, "--workers=0", "--cpus_per_node=1"], cwd=ROOT,
                                    env=_env(ray_tmpdir), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+                                   stderr=subprocess.PIPE, start_new_session=True,
+                                   preexec_fn=shell_signals)
     try:
         up = _read_until(cluster.stdout.fileno(), b"[cluster]", timeout=180).decode()
         assert "nodes up" in up, up
@@ -133,7 +135,8 @@ def test_after_its_terminal_closed_it_stops_without_raising(ray_tmpdir):
     with _sighup_not_ignored():
         cluster = subprocess.Popen([*COMMAND, "--workers=0", "--cpus_per_node=1"], cwd=ROOT,
                                    env=_env(ray_tmpdir), stdin=terminal, stdout=terminal,
-                                   stderr=terminal, start_new_session=True)
+                                   stderr=terminal, start_new_session=True,
+                                   preexec_fn=shell_signals)
     os.close(terminal)
     try:
         _read_until(main, b"[cluster]", timeout=180)

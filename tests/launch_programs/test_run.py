@@ -15,7 +15,7 @@ import pytest
 
 from agentkit.loggers import read_csv
 from launch_programs import run
-from tests.commands import module_command, run_module, start_module
+from tests.commands import module_command, run_module, shell_signals, start_module
 from tests.launch_programs.help_text import help_entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -98,7 +98,7 @@ CTRL_C_FLAGS = ["--env=gym:CartPole-v1", "--print_every_s=1", "--min_replay_size
 def _stop_once_learning(cmd: list[str], logdir, signum: int, to_group: bool = False):
     """Starts `cmd`, waits for the learner to log, sends `signum`; returns (proc, out, seconds)."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=to_group)
+                            text=True, start_new_session=to_group, preexec_fn=shell_signals)
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -224,7 +224,7 @@ def test_ctrl_c_ends_a_run_that_is_still_joining_a_cluster(tmp_path):
         cmd = [sys.executable, "-m", "launch_programs.run", "--launch=ray",
                f"--ray_address=127.0.0.1:{server.port}", f"--logdir={tmp_path}/run"]
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+                                text=True, start_new_session=True, preexec_fn=shell_signals)
         try:
             for line in proc.stdout:  # ray.init is trying to connect.
                 if line.startswith("[run] joining the Ray cluster at"):
