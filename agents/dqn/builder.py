@@ -42,7 +42,7 @@ class DQNBuilder(NStepTransitionReplay):
     # MinAtar's runs are long: their replay (100k small frames) is checkpointed too, so that a
     # stopped run resumes with it rather than refilling from empty (its curve dipped so).
     # Atari: 16 games in ale-py's C++ threads in two alternating groups (the learner, not
-    # acting, sets the pace), 5 evaluation games every 100k steps, and the replay (1M
+    # acting, sets the pace), 10 evaluation games every 100k steps, and the replay (1M
     # transitions, about 2 GB with each frame stored once) checkpointed: a Pong run spans
     # sessions.
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
@@ -50,7 +50,7 @@ class DQNBuilder(NStepTransitionReplay):
         "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000,
                     "checkpoint_replay": True},
         "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 100_000, "eval_episodes": 5,
+                  "atari_vector_env": True, "eval_every": 100_000,
                   "checkpoint_replay": True},
     }
 

@@ -71,10 +71,10 @@ class IMPALABuilder(ActorLearnerBuilder):
         "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
         "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
         # Atari: one actor of 16 games stepped in ale-py's C++ threads, in two alternating
-        # groups (one simulating while the other infers); 5 evaluation games every 250k
+        # groups (one simulating while the other infers); 10 evaluation games every 250k
         # steps (a Pong game lasts 800-2,000 agent steps). Pong: 826-1,090 steps/s here.
         "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 250_000, "eval_episodes": 5},
+                  "atari_vector_env": True, "eval_every": 250_000},
     }
 
     @classmethod

@@ -61,9 +61,9 @@ class PPOBuilder(ActorLearnerBuilder):
         "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
         "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
         # Atari: one actor of 8 games in ale-py's C++ threads (rounds of 8 x 128 steps, the
-        # PPO paper's), 5 evaluation games every 250k steps.
+        # PPO paper's), 10 evaluation games every 250k steps.
         "atari": {"num_actors": 1, "num_envs_per_actor": 8, "atari_vector_env": True,
-                  "eval_every": 250_000, "eval_episodes": 5},
+                  "eval_every": 250_000},
     }
 
     @classmethod

@@ -105,7 +105,7 @@ class PPOConfig:
             discount=0.99, gae_lambda=0.95, rollout_length=128, clip_epsilon=0.1,
             value_clip=0.1, entropy_cost=0.01, num_epochs=4, num_minibatches=4,
             learning_rate=2.5e-4, torso="atari", head_hidden_size=512, shared_torso=True,
-            network_init="orthogonal",
+            network_init="orthogonal", evaluation_greedy=False,  # Sampled, as the paper's.
         )
         values.update(overrides)
         return cls(**values)
@@ -143,6 +143,6 @@ class A2CConfig(PPOConfig):
     def atari(cls, **overrides) -> A2CConfig:
         """PAAC's / baselines' A2C Atari settings: T = 5, entropy 0.01, a shared Nature CNN."""
         values = dict(entropy_cost=0.01, torso="atari", head_hidden_size=512, shared_torso=True,
-                      network_init="orthogonal")
+                      network_init="orthogonal", evaluation_greedy=False)
         values.update(overrides)
         return cls(**values)

@@ -37,11 +37,11 @@ class R2D2Builder(ActorLearnerBuilder):
     table_name = "priority_table"
 
     # Atari: one actor of 16 games in ale-py's C++ threads, two alternating groups (each
-    # with its own recurrent states); 5 evaluation games every 50k steps (its learner,
+    # with its own recurrent states); 10 evaluation games every 50k steps (its learner,
     # 64 sequences of 80 a step, sets a slow pace).
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
         "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 50_000, "eval_episodes": 5},
+                  "atari_vector_env": True, "eval_every": 50_000},
     }
 
     @classmethod
