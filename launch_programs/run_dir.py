@@ -27,6 +27,7 @@ import json
 import os
 from typing import Any
 
+from agentkit.files import open_for_writing
 from launch_programs import run_files
 from launch_programs.counter_node import checkpoint_path, read_saved_counts
 from launch_programs.run_files import MARKER, RECORD
@@ -130,7 +131,10 @@ class RunDir:
             return
         record = _read_record(os.path.join(path, RECORD))
         if record is not None and "sticky_actions" in self.current:
-            record.setdefault("sticky_actions", 0.25)  # What atari: played before the flag.
+            from components.environments.atari import STICKY_ACTION_PROBABILITY
+
+            # What atari: played before the flag.
+            record.setdefault("sticky_actions", STICKY_ACTION_PROBABILITY)
         if record is not None:
             self.changed = differences(record, self.current)
             fixed = {k: v for k, v in self.changed.items() if k not in RESUMABLE}
@@ -191,9 +195,7 @@ class RunDir:
             _check_safe(self.logdir)  # Made since inspect(): checked again, under the lock.
             if self.fresh:
                 self.kept = run_files.clear(self.logdir)
-            fd = os.open(os.path.join(self.logdir, MARKER),
-                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(fd, "w") as f:
+            with open_for_writing(os.path.join(self.logdir, MARKER)) as f:
                 f.write("A run directory of agentkit: --fresh may clear the run's files here.\n")
         except OSError as e:
             raise RunDirError(f"--logdir: cannot write to {self.logdir}: {e.strerror or e}") from None

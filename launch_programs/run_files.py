@@ -44,47 +44,38 @@ def is_run_folder(relative: str) -> bool:
     return bool(_FOLDERS.fullmatch(relative))
 
 
+def _entries(logdir: str, rel_dir: str = ""):
+    """(relative path, os.DirEntry) of every entry at the top of `logdir` and, recursively,
+    inside the run's own folders (checkpoints, tb); a symbolic link is never followed."""
+    with os.scandir(os.path.join(logdir, rel_dir)) as entries:
+        for entry in list(entries):
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            yield rel, entry
+            if entry.is_dir(follow_symlinks=False) and is_run_folder(rel):
+                yield from _entries(logdir, rel)
+
+
 def walk(logdir: str) -> tuple[list[str], list[str], list[str]]:
     """(run files, foreign entries, run folders) under `logdir`, relative, sorted. Only the
-    run's folders (checkpoints, tb) are descended into: any other folder is one foreign
-    entry (`data/`), however much it holds. A symbolic link is never followed."""
+    run's folders are descended into: any other folder is one foreign entry (`data/`),
+    however much it holds."""
     own: list[str] = []
     foreign: list[str] = []
     folders: list[str] = []
-
-    def visit(rel_dir: str) -> None:
-        with os.scandir(os.path.join(logdir, rel_dir)) as entries:
-            for entry in entries:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if is_run_folder(rel):
-                        folders.append(rel)
-                        visit(rel)
-                    else:
-                        foreign.append(rel + "/")
-                else:
-                    (own if is_run_file(rel) else foreign).append(rel)
-
-    visit("")
+    for rel, entry in _entries(logdir):
+        if not entry.is_dir(follow_symlinks=False):
+            (own if is_run_file(rel) else foreign).append(rel)
+        elif is_run_folder(rel):
+            folders.append(rel)
+        else:
+            foreign.append(rel + "/")
     return sorted(own), sorted(foreign), sorted(folders)
 
 
 def symlinks(logdir: str) -> list[str]:
     """The symbolic links where a run writes (its files' and folders' paths), relative."""
-    found = []
-
-    def visit(rel_dir: str) -> None:
-        with os.scandir(os.path.join(logdir, rel_dir)) as entries:
-            for entry in entries:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                if entry.is_symlink():
-                    if is_run_file(rel) or is_run_folder(rel):
-                        found.append(rel)
-                elif entry.is_dir() and is_run_folder(rel):
-                    visit(rel)
-
-    visit("")
-    return sorted(found)
+    return sorted(rel for rel, entry in _entries(logdir)
+                  if entry.is_symlink() and (is_run_file(rel) or is_run_folder(rel)))
 
 
 def clear(logdir: str) -> list[str]:
