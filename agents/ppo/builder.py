@@ -93,7 +93,7 @@ class PPOBuilder(ActorLearnerBuilder):
         return {"policy": make_policy_value_network(
             spec, torso=c.torso, hidden_sizes=c.hidden_sizes,
             head_hidden_size=c.head_hidden_size, shared_torso=c.shared_torso,
-            init=c.network_init, activation=c.activation)}
+            compute_dtype=c.compute_dtype, init=c.network_init, activation=c.activation)}
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         # A round puts at most one rollout per actor in the queue: twice that never blocks.
@@ -146,7 +146,8 @@ class PPOBuilder(ActorLearnerBuilder):
             network=networks["policy"], io=io, signature=self.signature(spec),
             rollouts_per_round=self.num_actors, discount=c.discount, gae_lambda=c.gae_lambda,
             learning_rate=c.learning_rate, learning_rate_final=c.learning_rate_final,
-            learning_rate_decay_steps=c.learning_rate_decay_steps, optimizer=c.optimizer,
+            learning_rate_decay_steps=c.learning_rate_decay_steps, kl_target=c.kl_target,
+            optimizer=c.optimizer,
             epsilon=c.adam_epsilon, clip_epsilon=c.clip_epsilon, value_clip=c.value_clip,
             baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
             normalize_advantages=c.normalize_advantages, num_epochs=c.num_epochs,

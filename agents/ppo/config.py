@@ -7,6 +7,7 @@ import dataclasses
 
 from agentkit.config import require, require_common_fields
 from components.networks.initializers import INITS
+from components.networks.precision import COMPUTE_DTYPES
 from components.networks.mlp import ACTIVATIONS
 from components.networks.torso import TORSOS
 
@@ -42,6 +43,10 @@ class PPOConfig:
     learning_rate: float = 1e-3  # The optimizer's step size.
     learning_rate_final: float = 0.0  # Rate at the end of the decay.
     learning_rate_decay_steps: int = 0  # Learner (SGD) steps of linear decay (0: constant).
+    # > 0: the rate adapts after every SGD step instead of decaying: /1.5 when the step's
+    # approximate KL from the behaviour policy is above twice this, x1.5 below half, within
+    # [1e-6, 1e-2] (rl_games' adaptive schedule). 0: the linear decay above.
+    kl_target: float = 0.0
     adam_epsilon: float = 1e-5  # Adam's (or RMSProp's) denominator floor.
     max_gradient_norm: float = 0.5  # Global-norm gradient clipping.
 
@@ -49,6 +54,9 @@ class PPOConfig:
     torso: str = "auto"  # "mlp", "atari" (Nature CNN), "atari_shallow" (16/32), "minatar", or "auto".
     hidden_sizes: tuple[int, ...] = (64, 64)  # MLP torso layers.
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
+    # The convolutions' float type: "auto" is bfloat16 on CPUs with AVX-512 BF16 or AMX,
+    # float32 elsewhere (components.networks.precision).
+    compute_dtype: str = "float32"
     shared_torso: bool = False  # One torso for policy and value (else one each).
     # Weights: Sonnet's "default" or "orthogonal" (A2C/PPO's gains: sqrt 2 hidden, 0.01 logits).
     network_init: str = "orthogonal"
@@ -70,6 +78,15 @@ class PPOConfig:
         require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
         require(self.num_epochs >= 1, "num_epochs", ">= 1", self.num_epochs)
         require(self.num_minibatches >= 1, "num_minibatches", ">= 1", self.num_minibatches)
+        require(self.kl_target >= 0, "kl_target", ">= 0 (0: no adaptive rate)", self.kl_target)
+        require(self.kl_target == 0 or self.learning_rate_decay_steps == 0, "kl_target",
+                "0 when --learning_rate_decay_steps is set (one schedule at a time)",
+                self.kl_target)
+        require(self.kl_target == 0 or 1e-6 <= self.learning_rate <= 1e-2, "learning_rate",
+                "in [1e-6, 1e-2], the adaptive rate's range, with --kl_target",
+                self.learning_rate)
+        require(self.compute_dtype in COMPUTE_DTYPES, "compute_dtype",
+                "one of " + ", ".join(COMPUTE_DTYPES), self.compute_dtype)
         require(self.optimizer in ("adam", "rmsprop"), "optimizer", "adam or rmsprop",
                 self.optimizer)
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)

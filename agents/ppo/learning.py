@@ -38,7 +38,8 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
-from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
+from components.learners import (
+    FusedAdam, KLAdaptive, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner)
 from components.losses import (
     clipped_surrogate_loss,
     generalized_advantage_estimation,
@@ -75,6 +76,7 @@ class PPOLearner(SGDLearner):
         learning_rate: float,
         learning_rate_final: float | None = None,
         learning_rate_decay_steps: int = 0,
+        kl_target: float = 0.0,
         optimizer: str = "adam",
         epsilon: float = 1e-5,
         clip_epsilon: float = 0.2,
@@ -100,7 +102,10 @@ class PPOLearner(SGDLearner):
         self._num_minibatches = int(num_minibatches)
         # Rounds learned: the version actors wait on (saved with the checkpoint).
         self._version = tf.Variable(0, dtype=tf.int64, trainable=False, name="policy_version")
-        schedule = LinearDecay(learning_rate, learning_rate_final, learning_rate_decay_steps)
+        # kl_target > 0: the rate adapts after every SGD step to the KL that step measured.
+        self._kl_schedule = KLAdaptive(learning_rate, kl_target) if kl_target > 0 else None
+        schedule = self._kl_schedule or LinearDecay(
+            learning_rate, learning_rate_final, learning_rate_decay_steps)
         if optimizer == "rmsprop":  # A2C's: stable-baselines3's alpha 0.99.
             opt = snt.optimizers.RMSProp(schedule.rate, decay=0.99, epsilon=epsilon)
         else:
@@ -171,8 +176,14 @@ class PPOLearner(SGDLearner):
 
         def body(i, sums, finite):
             metrics = self._sgd_fn(tree.map_structure(lambda x: tf.gather(x, order[i]), steps))
+            adapted = []
+            if self._kl_schedule is not None:
+                # The step's KL was measured before its update, as rl_games' schedule does;
+                # the next step (through i) waits for the new rate.
+                adapted.append(self._kl_schedule.adapt(metrics["approx_kl"]))
             sums = {name: sums[name] + metrics[name] for name in averaged}
-            return i + 1, sums, tf.logical_and(finite, metrics["finite"])
+            with tf.control_dependencies(adapted):
+                return i + 1, sums, tf.logical_and(finite, metrics["finite"])
 
         zeros = {name: tf.zeros([], outputs[name].dtype) for name in averaged}
         # Stops after a non-finite step (it changed nothing): the loop raises, naming it.
@@ -222,7 +233,9 @@ class PPOLearner(SGDLearner):
         clip_fraction = tf.cast(tf.abs(ratios - 1.0) > self._clip_epsilon, tf.float32)
         return {
             "loss": loss, "pg_loss": pg_loss, "baseline_loss": baseline_loss, "entropy": entropy,
-            "approx_kl": masked_mean(-log_ratio, mask),
+            # KL(behaviour || current) by the (r - 1) - log r estimator: unbiased and never
+            # negative (the adaptive rate compares it with a target).
+            "approx_kl": masked_mean(ratios - 1.0 - log_ratio, mask),
             "clip_fraction": masked_mean(clip_fraction, mask),
             "value_mean": masked_mean(values, mask),
         }

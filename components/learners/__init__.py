@@ -13,13 +13,13 @@ from components.learners.learner_io import LearnerIO, make_learner_io
 from components.learners.optimizers import FusedAdam
 from components.learners.priority_writer import PriorityWriter
 from components.learners.saveable import VariablesSaveable
-from components.learners.schedules import LinearDecay
+from components.learners.schedules import KLAdaptive, LinearDecay
 from components.learners.sgd_learner import OptimizerGroup, SGDLearner
 from components.learners.step_logger import StepLogger
 from components.learners.step_loop import LoopResult, StepLoop
 from components.learners.targets import TargetUpdate
 
-__all__ = ["FusedAdam", "LearnerIO", "LinearDecay", "LoopResult", "NonFiniteLossError", "OptimizerGroup",
+__all__ = ["FusedAdam", "KLAdaptive", "LearnerIO", "LinearDecay", "LoopResult", "NonFiniteLossError", "OptimizerGroup",
            "PriorityWriter", "SGDLearner", "StepLogger", "StepLoop", "TargetUpdate",
            "VariablesSaveable", "all_finite", "check_finite", "importance_weights",
            "make_learner_io"]

@@ -22,3 +22,35 @@ class LinearDecay:
         if self._steps > 0:
             fraction = tf.minimum(tf.cast(num_steps, tf.float32) / float(self._steps), 1.0)
             self.rate.assign(self._initial + fraction * (self._final - self._initial))
+
+
+class KLAdaptive:
+    """A learning rate steered by how far each SGD step moves the policy (rl_games' adaptive
+    schedule): divided by `factor` after a step whose KL from the behaviour policy is above
+    twice `target`, multiplied by it below half, kept within [`low`, `high`].
+
+    Large-batch PPO on Atari learns much faster with it than with a fixed or annealed rate:
+    the rate climbs while the policy moves little and falls as soon as it moves too much.
+    `rate` is a tf.Variable (saved with the learner); `adapt(kl)` runs in the compiled step.
+    """
+
+    def __init__(self, initial: float, target: float, factor: float = 1.5,
+                 low: float = 1e-6, high: float = 1e-2):
+        if not (target > 0 and factor > 1 and 0 < low <= initial <= high):
+            raise ValueError(f"KLAdaptive needs target > 0, factor > 1 and low <= initial <= "
+                             f"high, got target={target}, factor={factor}, "
+                             f"[{low}, {initial}, {high}]")
+        self.rate = tf.Variable(initial, dtype=tf.float32, trainable=False)
+        self._target, self._factor = float(target), float(factor)
+        self._low, self._high = float(low), float(high)
+
+    def update(self, num_steps: tf.Tensor) -> None:
+        """Nothing: this rate follows the policy's change (`adapt`), not the step count."""
+
+    def adapt(self, kl: tf.Tensor) -> tf.Operation:
+        """Moves the rate for the KL of the step just taken; returns the assignment."""
+        rate = self.rate
+        lower = tf.maximum(rate / self._factor, self._low)
+        higher = tf.minimum(rate * self._factor, self._high)
+        return self.rate.assign(tf.where(kl > 2.0 * self._target, lower,
+                                         tf.where(kl < 0.5 * self._target, higher, rate)))

@@ -38,7 +38,7 @@ from components.learners.learner_io import LearnerIO
 from components.learners.optimizers import FusedAdam
 from components.learners.priority_writer import PriorityWriter
 from components.learners.saveable import VariablesSaveable
-from components.learners.schedules import LinearDecay
+from components.learners.schedules import KLAdaptive, LinearDecay
 from components.learners.step_logger import StepLogger
 from components.learners.step_loop import StepLoop
 from components.learners.targets import TargetUpdate
@@ -57,7 +57,7 @@ class OptimizerGroup:
     loss: str
     variables: Sequence[tf.Variable]
     optimizer: Any
-    schedule: LinearDecay
+    schedule: LinearDecay | KLAdaptive
 
     def __post_init__(self):
         self.variables = list(self.variables)

@@ -130,6 +130,9 @@ def test_the_loss_is_the_clipped_surrogate_with_the_value_and_entropy_terms(valu
     np.testing.assert_allclose(float(out["entropy"]), entropy, rtol=1e-4)
     np.testing.assert_allclose(float(out["loss"]), pg + 0.5 * 0.5 * error.mean() - 0.01 * entropy,
                                rtol=1e-4, atol=1e-6)
+    log_ratio = np.log(ratios)  # KL(behaviour || current), the (r - 1) - log r estimate.
+    np.testing.assert_allclose(float(out["approx_kl"]), np.mean(ratios - 1 - log_ratio),
+                               rtol=1e-4)
 
 
 def test_a_round_is_epochs_times_minibatches_sgd_steps_and_one_version():
@@ -142,6 +145,40 @@ def test_a_round_is_epochs_times_minibatches_sgd_steps_and_one_version():
     batch["extras"]["policy_version"][:] = -2  # Acted two rounds before (a mixed round).
     metrics = learner._step_fn(tf.nest.map_structure(tf.constant, batch))
     assert float(metrics["policy_lag_mean"]) == 3.0 and learner.version == 2
+
+
+def _on_policy_batch(network):
+    """_batch() acted by `network` itself: the first SGD step's KL is exactly 0."""
+    batch = _batch()
+    logits, _ = network(batch["observation"][:, :T].reshape(-1, 2))
+    batch["extras"]["logits"] = logits.numpy().reshape(R, T, K, 2)
+    return tf.nest.map_structure(tf.constant, batch)
+
+
+def test_the_adaptive_rate_follows_each_sgd_step_and_is_saved():
+    # One SGD step: its KL, measured before its update, is 0, so the rate goes up 1.5x.
+    learner, network = _learner(learning_rate=1e-3, kl_target=0.01, num_epochs=1)
+    metrics = learner._step_fn(_on_policy_batch(network))
+    assert float(metrics["learning_rate"]) == pytest.approx(1.5e-3)
+    # A target far below what any update moves: up once (KL 0), then down at every later step.
+    learner, network = _learner(learning_rate=1e-3, kl_target=1e-12, num_epochs=4)
+    metrics = learner._step_fn(_on_policy_batch(network))
+    assert float(metrics["approx_kl"]) > 2e-12
+    assert float(metrics["learning_rate"]) == pytest.approx(1e-3 * 1.5 / 1.5 ** 3, rel=1e-5)
+    # The rate is learner state: a restored learner goes on from it, not from --learning_rate.
+    restored, _ = _learner(learning_rate=1e-3, kl_target=1e-12, num_epochs=4)
+    assert float(restored._groups[0].schedule.rate.numpy()) == pytest.approx(1e-3)
+    restored.restore(learner.save())
+    assert float(restored._groups[0].schedule.rate.numpy()) == pytest.approx(1e-3 / 1.5 ** 2)
+
+
+def test_the_adaptive_rate_excludes_the_decay_and_bounds_the_rate():
+    with pytest.raises(ConfigError, match="kl_target.*one schedule at a time"):
+        PPOConfig(kl_target=0.01, learning_rate_decay_steps=100)
+    with pytest.raises(ConfigError, match="learning_rate.*adaptive rate's range"):
+        PPOConfig(kl_target=0.01, learning_rate=0.1)
+    with pytest.raises(ConfigError, match="kl_target"):
+        PPOConfig(kl_target=-1.0)
 
 
 def test_alternating_groups_and_too_many_minibatches_fail_naming_the_flag():
