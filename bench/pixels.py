@@ -72,6 +72,9 @@ RUNS = {
     "ppo-atari-pong-nosticky-shallow": ("ppo", "atari:Pong", 2_000_000, 18.0, [
         "--sticky_actions=0", "--torso=atari_shallow", "--head_hidden_size=256",
         "--learning_rate_decay_steps=31250", "--eval_episodes=10", "--eval_every=200000"]),
+    # Issue 36's PPO preset (rl_games' large-batch layout, the KL-adaptive rate, the 16/32
+    # network) on the references' protocol: no sticky actions.
+    "ppo-atari-pong-nosticky": ("ppo", "atari:Pong", 2_000_000, 18.0, ["--sticky_actions=0"]),
     # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
     "r2d2-atari-pong": ("r2d2", "atari:Pong", 3_000_000, 18.0, []),
 }

@@ -60,9 +60,9 @@ class PPOBuilder(ActorLearnerBuilder):
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
         "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
         "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
-        # Atari: one actor of 8 games in ale-py's C++ threads (rounds of 8 x 128 steps, the
-        # PPO paper's), 10 evaluation games every 250k steps.
-        "atari": {"num_actors": 1, "num_envs_per_actor": 8, "atari_vector_env": True,
+        # Atari: one actor of 64 games in ale-py's C++ threads (rounds of 64 x 128 steps,
+        # rl_games' Pong layout), 10 evaluation games every 250k steps.
+        "atari": {"num_actors": 1, "num_envs_per_actor": 64, "atari_vector_env": True,
                   "eval_every": 250_000},
     }
 
@@ -158,3 +158,8 @@ class A2CBuilder(PPOBuilder):
     """A2C (PAAC): PPO's parts with A2C's defaults (one SGD step per round, no clipping)."""
 
     config_class = A2CConfig
+    # PPO's layouts, but Atari's 8 games (rounds of 8 x 5 steps), as A2C's figures were run.
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        **PPOBuilder.program_presets,
+        "atari": {**PPOBuilder.program_presets["atari"], "num_envs_per_actor": 8},
+    }
