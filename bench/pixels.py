@@ -75,6 +75,8 @@ RUNS = {
     # Issue 36's PPO preset (rl_games' large-batch layout, the KL-adaptive rate, the 16/32
     # network) on the references' protocol: no sticky actions.
     "ppo-atari-pong-nosticky": ("ppo", "atari:Pong", 2_000_000, 18.0, ["--sticky_actions=0"]),
+    # Issue 36's APPO preset (RLlib's Pong APPO on the 16/32 network), no sticky actions.
+    "appo-atari-pong-nosticky": ("appo", "atari:Pong", 3_000_000, 18.0, ["--sticky_actions=0"]),
     # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
     "r2d2-atari-pong": ("r2d2", "atari:Pong", 3_000_000, 18.0, []),
 }
