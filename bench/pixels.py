@@ -28,7 +28,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import numpy as np  # noqa: E402
+
 from launch_programs import plot  # noqa: E402
+from launch_programs.references import load_reference  # noqa: E402
 from launch_programs.summary import evaluation_stats  # noqa: E402
 
 # run -> (agent, environment, actor-step budget, target evaluation mean, extra flags).
@@ -81,6 +84,28 @@ RUNS = {
     "r2d2-atari-pong": ("r2d2", "atari:Pong", 3_000_000, 18.0, []),
 }
 
+# Published curves drawn beside a run's (same protocol): files under bench/references/.
+STICKY_PONG = ["dopamine-pong-dqn.json", "dopamine-pong-rainbow.json"]
+REFERENCES = {
+    "dqn-atari-pong": STICKY_PONG, "dqn-atari-pong-bf16": STICKY_PONG,
+    "impala-atari-pong": STICKY_PONG,
+}
+
+
+def references_of(run: str) -> list:
+    """The reference curves drawn beside `run` (launch_programs.references)."""
+    return [load_reference(os.path.join(ROOT, "bench", "references", name))
+            for name in REFERENCES.get(run, [])]
+
+
+def curves_of_result(result: dict) -> plot.Curves:
+    """A written result's evaluation rounds as curves (no training episodes): for redrawing
+    a run whose logdir is gone."""
+    rounds = np.array(result["eval_rounds"], np.float64).reshape(-1, 4)
+    empty = np.zeros(0)
+    return plot.Curves(f"{result['agent']} on {result['env']}", rounds[:, 0], rounds[:, 1],
+                       rounds[:, 2], rounds[:, 3], empty, empty, empty)
+
 
 def logdir_of(logroot: str, run: str, seed: int) -> str:
     return os.path.join(logroot, f"{run}-s{seed}")
@@ -107,9 +132,20 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
     """Writes the run's curve (JSON and PNG); None when it has no evaluation yet."""
     agent, env, budget, target, _ = RUNS[run]
     logdir = logdir_of(logroot, run, seed)
+    name = f"{run}-s{seed}"
+    written = os.path.join(out_dir, f"{name}.json")
     try:
         curves = plot.load_run(logdir)
     except plot.RunDirError as e:
+        if not os.path.exists(logdir) and os.path.exists(written):
+            # The logdir is gone (another machine, a later session): the written result
+            # stays as it is; its figure is drawn again, with the references.
+            result = json.load(open(written))
+            plot.draw([curves_of_result(result)], os.path.join(out_dir, f"{name}.png"),
+                      references=references_of(run))
+            print(f"[pixels] {name}: figure redrawn from {os.path.relpath(written, ROOT)} "
+                  f"({len(result['eval_rounds'])} evaluation rounds)", flush=True)
+            return result
         print(f"[pixels] {e}", flush=True)
         return None
     rounds = [[int(s), round(float(w), 1), round(float(m), 3), round(float(d), 3)]
@@ -129,10 +165,9 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
         "machine": f"{platform.node()}, {os.cpu_count()} cpus",
     }
     os.makedirs(out_dir, exist_ok=True)
-    name = f"{run}-s{seed}"
-    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+    with open(written, "w") as f:
         json.dump(result, f, indent=1)
-    plot.plot([logdir], os.path.join(out_dir, f"{name}.png"))
+    plot.draw([curves], os.path.join(out_dir, f"{name}.png"), references=references_of(run))
     last = rounds[-1] if rounds else None
     print(f"[pixels] {name}: {len(rounds)} evaluation rounds"
           + (f", last {last[2]:.2f} at {last[0]} steps" if last else "")

@@ -9,7 +9,8 @@ One figure, two panels, one line per agent and environment:
 - training episode return, the actors' episodes averaged in bins of the x axis.
 
 `--reference=FILE` (repeatable) draws a published curve beside them, dashed,
-on the panel of its kind of episodes (`launch_programs/references.py`; the
+over the runs' steps only (compared at equal agent steps), on the panel of its kind of
+episodes (`launch_programs/references.py`; the
 data with their sources are in bench/references/).
 
 It reads what every run writes (`run.json`, `evaluator.csv`, `actor.csv`), so it
@@ -235,11 +236,24 @@ def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps",
     """Writes the figure of `run_dirs` to the file `out`, whose extension (one of FORMATS)
     picks the format; returns the evaluation lines drawn. OutError when `out` cannot be
     written (a figure already there is then left as it was)."""
+    _format(out)
+    return draw([load_run(d, damaged) for d in run_dirs], out, x, references)
+
+
+def _format(out: str) -> str:
+    """The figure format `out`'s extension names; OutError when it is not one of FORMATS."""
     format_ = os.path.splitext(out)[1][1:].lower()
     if format_ not in FORMATS:
         raise OutError(f"{out}: unknown extension; allowed: "
                        f"{', '.join('.' + f for f in FORMATS)}")
-    groups = group_runs([load_run(d, damaged) for d in run_dirs])  # Before the slow import.
+    return format_
+
+
+def draw(runs: Sequence[Curves], out: str, x: str = "actor_steps",
+         references: Sequence[Reference] = ()) -> list[Line]:
+    """plot() of curves already loaded (from run directories, or a result file's rounds)."""
+    format_ = _format(out)
+    groups = group_runs(runs)
     import matplotlib
 
     matplotlib.use("Agg")  # Files only: no display needed.
@@ -247,19 +261,28 @@ def plot(run_dirs: Sequence[str], out: str, x: str = "actor_steps",
 
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, dpi=80)
     drawn = []
+    x_end = 0.0  # The runs' last x: published curves are seen over the same steps.
     for group in groups:
         for axis, line in ((top, evaluation_line(group, x) if any(len(r.eval_mean) for r in group)
                             else None), (bottom, training_line(group, x))):
             if line is None or not len(line.x):
                 continue
+            x_end = max(x_end, float(np.max(line.x)))
             (handle,) = axis.plot(line.x, line.centre, label=line.label)
             axis.fill_between(line.x, line.low, line.high, color=handle.get_color(), alpha=0.2)
             if axis is top:
                 drawn.append(line)
     for reference in references:  # Published curves, dashed, on the panel of their episodes.
         axis = top if reference.panel == "evaluation" else bottom
-        axis.plot(reference.steps, reference.returns, linestyle="--", linewidth=1.2,
-                  label=reference.label)
+        steps, returns = np.array(reference.steps), np.array(reference.returns)
+        if x_end > 0:  # At equal agent steps: up to where the runs end.
+            keep = steps <= 1.05 * x_end
+            steps, returns = steps[keep], returns[keep]
+        axis.plot(steps, returns, linestyle="--", linewidth=1.2, label=reference.label)
+    if references:  # One return scale for both panels, to read one against the other.
+        lows, highs = zip(top.get_ylim(), bottom.get_ylim())
+        for axis in (top, bottom):
+            axis.set_ylim(min(lows), max(highs))
     top.set_ylabel("evaluation return")
     bottom.set_ylabel("training episode return")
     bottom.set_xlabel(X_AXES[x])

@@ -273,3 +273,54 @@ def test_a_reference_that_cannot_be_drawn_fails_in_one_line(tmp_path, content, n
     _error(_plot(run, f"--reference={tmp_path}/ref.json"), f"--reference={tmp_path}/ref.json",
            needle)
     _error(_plot(run, "--x=wall_time_s", f"--reference={DOPAMINE[0]}"), "by agent steps")
+
+
+def test_references_are_seen_over_the_runs_steps_on_one_return_scale(tmp_path, monkeypatch):
+    """A 50M-step published curve beside a 1M-step run: drawn up to the run's end (equal
+    agent steps), with both panels on one return scale."""
+    import matplotlib.axes
+
+    drawn, limits = [], []
+    original_plot, original_ylim = matplotlib.axes.Axes.plot, matplotlib.axes.Axes.set_ylim
+
+    def record_plot(self, x, y, *args, **kwargs):
+        drawn.append((kwargs.get("label"), np.asarray(x, float)))
+        return original_plot(self, x, y, *args, **kwargs)
+
+    def record_ylim(self, *args, **kwargs):
+        limits.append(args)
+        return original_ylim(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", record_plot)
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_ylim", record_ylim)
+    run = _run(tmp_path / "run", env="atari:Pong", rounds=((0, [-21, -20]), (1_000_000, [3, 5])),
+               training=((500_000, -19.0), (1_000_000, 2.0)))
+    dqn = load_reference(DOPAMINE[0])
+    plot.plot([run], str(tmp_path / "f.png"), references=[dqn])
+    reference_x = next(x for label, x in drawn if label == dqn.label)
+    assert reference_x.max() == 1_000_000 and len(reference_x) == 4  # 250k ... 1M, not 50M.
+    top, bottom = limits[-2:]  # The last ones set: top and bottom on the same scale.
+    assert top == bottom and top[0] <= -21 and top[1] >= 5
+
+
+def test_a_result_file_is_redrawn_when_its_run_directory_is_gone(tmp_path):
+    """bench/pixels.py: a run's written rounds are its curve once its logdir is gone."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import pixels
+    finally:
+        sys.path.pop(0)
+    result = {"agent": "dqn", "env": "atari:Pong", "eval_rounds": [[0, 1.0, -21.0, 0.0],
+                                                                   [100, 9.0, -3.5, 2.0]]}
+    curves = pixels.curves_of_result(result)
+    assert curves.label == "dqn on atari:Pong"
+    np.testing.assert_array_equal(curves.eval_steps, [0, 100])
+    np.testing.assert_array_equal(curves.eval_mean, [-21.0, -3.5])
+    np.testing.assert_array_equal(curves.eval_std, [0.0, 2.0])
+    assert len(curves.train_steps) == 0
+    out = tmp_path / "pixels"
+    out.mkdir()
+    (out / "dqn-atari-pong-s0.json").write_text(json.dumps(result))
+    assert pixels.report("dqn-atari-pong", 0, str(tmp_path / "gone"), str(out)) == result
+    assert _png(out / "dqn-atari-pong-s0.png")
+    assert json.loads((out / "dqn-atari-pong-s0.json").read_text()) == result  # Kept as it was.
