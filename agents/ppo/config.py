@@ -7,8 +7,8 @@ import dataclasses
 
 from agentkit.config import require, require_common_fields
 from components.networks.initializers import INITS
-from components.networks.precision import COMPUTE_DTYPES
 from components.networks.mlp import ACTIVATIONS
+from components.networks.precision import COMPUTE_DTYPES
 from components.networks.torso import TORSOS
 
 

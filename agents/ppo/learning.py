@@ -38,8 +38,7 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
-from components.learners import (
-    FusedAdam, KLAdaptive, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner)
+from components.learners import FusedAdam, KLAdaptive, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import (
     clipped_surrogate_loss,
     generalized_advantage_estimation,

@@ -19,7 +19,8 @@ from components.learners.step_logger import StepLogger
 from components.learners.step_loop import LoopResult, StepLoop
 from components.learners.targets import TargetUpdate
 
-__all__ = ["FusedAdam", "KLAdaptive", "LearnerIO", "LinearDecay", "LoopResult", "NonFiniteLossError", "OptimizerGroup",
+__all__ = ["FusedAdam", "KLAdaptive", "LearnerIO", "LinearDecay", "LoopResult",
+           "NonFiniteLossError", "OptimizerGroup",
            "PriorityWriter", "SGDLearner", "StepLogger", "StepLoop", "TargetUpdate",
            "VariablesSaveable", "all_finite", "check_finite", "importance_weights",
            "make_learner_io"]
