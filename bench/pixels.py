@@ -86,9 +86,12 @@ RUNS = {
 
 # Published curves drawn beside a run's (same protocol): files under bench/references/.
 STICKY_PONG = ["dopamine-pong-dqn.json", "dopamine-pong-rainbow.json"]
+NO_STICKY_PONG = ["rlzoo-pong-ppo-nosticky.json", "rlzoo-pong-ppo-nosticky-training.json"]
 REFERENCES = {
     "dqn-atari-pong": STICKY_PONG, "dqn-atari-pong-bf16": STICKY_PONG,
     "impala-atari-pong": STICKY_PONG,
+    "ppo-atari-pong-nosticky": NO_STICKY_PONG, "ppo-atari-pong-nosticky-shallow": NO_STICKY_PONG,
+    "appo-atari-pong-nosticky": NO_STICKY_PONG,
 }
 
 
