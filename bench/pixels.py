@@ -75,9 +75,15 @@ RUNS = {
     "ppo-atari-pong-nosticky-shallow": ("ppo", "atari:Pong", 2_000_000, 18.0, [
         "--sticky_actions=0", "--torso=atari_shallow", "--head_hidden_size=256",
         "--learning_rate_decay_steps=31250", "--eval_episodes=10", "--eval_every=200000"]),
-    # Issue 36's PPO preset (rl_games' large-batch layout, the KL-adaptive rate, the 16/32
-    # network) on the references' protocol: no sticky actions.
+    # Issue 36's PPO preset (rl_games' large-batch layout, the KL-adaptive rate, normalised
+    # observations, the 16/32 network) on the references' protocol: no sticky actions.
     "ppo-atari-pong-nosticky": ("ppo", "atari:Pong", 2_000_000, 18.0, ["--sticky_actions=0"]),
+    # The 2026-12-05 trial of that preset before it normalised observations (x / 255): the
+    # rate sat at the adaptive schedule's cap of 1e-2 with a KL of 0.001-0.006 a step, and
+    # the training return stayed at -20.5 through 700k steps (RL Zoo's PPO: -16 at 600k);
+    # stopped at 708,760 steps (705 s, 1,006 steps/s).
+    "ppo-atari-pong-nosticky-rawinputs": ("ppo", "atari:Pong", 2_000_000, 18.0, [
+        "--sticky_actions=0", "--normalize_observations=false"]),
     # Issue 36's APPO preset (RLlib's Pong APPO on the 16/32 network), no sticky actions.
     "appo-atari-pong-nosticky": ("appo", "atari:Pong", 3_000_000, 18.0, ["--sticky_actions=0"]),
     # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
@@ -91,6 +97,7 @@ REFERENCES = {
     "dqn-atari-pong": STICKY_PONG, "dqn-atari-pong-bf16": STICKY_PONG,
     "impala-atari-pong": STICKY_PONG,
     "ppo-atari-pong-nosticky": NO_STICKY_PONG, "ppo-atari-pong-nosticky-shallow": NO_STICKY_PONG,
+    "ppo-atari-pong-nosticky-rawinputs": NO_STICKY_PONG,
     "appo-atari-pong-nosticky": NO_STICKY_PONG,
 }
 

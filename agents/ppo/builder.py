@@ -93,7 +93,8 @@ class PPOBuilder(ActorLearnerBuilder):
         return {"policy": make_policy_value_network(
             spec, torso=c.torso, hidden_sizes=c.hidden_sizes,
             head_hidden_size=c.head_hidden_size, shared_torso=c.shared_torso,
-            compute_dtype=c.compute_dtype, init=c.network_init, activation=c.activation)}
+            compute_dtype=c.compute_dtype, init=c.network_init, activation=c.activation,
+            normalize_observations=c.normalize_observations)}
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         # A round puts at most one rollout per actor in the queue: twice that never blocks.

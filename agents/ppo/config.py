@@ -58,6 +58,9 @@ class PPOConfig:
     # float32 elsewhere (components.networks.precision).
     compute_dtype: str = "float32"
     shared_torso: bool = False  # One torso for policy and value (else one each).
+    # Observations shifted and scaled per element by running moments the learner updates
+    # from each round, clipped to [-5, 5] (rl_games' normalize_input).
+    normalize_observations: bool = False
     # Weights: Sonnet's "default" or "orthogonal" (A2C/PPO's gains: sqrt 2 hidden, 0.01 logits).
     network_init: str = "orthogonal"
     activation: str = "tanh"  # The MLP torso's nonlinearity: "relu" or "tanh".
@@ -118,13 +121,15 @@ class PPOConfig:
         """Large-batch PPO after rl_games' Pong settings: rounds of 64 games x T = 128 in 4
         minibatches of 2,048 for 4 epochs, Adam from 3e-4 steered by the KL of every SGD step
         (target 0.01), clip 0.2 (the value's too), gradient norm 1.0, entropy 0.01, lambda
-        0.95; on the IMPALA paper's shallow 16/32 network with a 256-unit layer, shared and
+        0.95, observations normalised by their running moments; on the IMPALA paper's
+        shallow 16/32 network with a 256-unit layer, shared and
         initialised as baselines' (orthogonal, gains sqrt(2), 0.01, 1), in float32. Why these,
         with figures: docs/agents/ppo.md, Atari preset."""
         values = dict(
             discount=0.99, gae_lambda=0.95, rollout_length=128, clip_epsilon=0.2,
             value_clip=0.2, entropy_cost=0.01, num_epochs=4, num_minibatches=4,
             learning_rate=3e-4, kl_target=0.01, max_gradient_norm=1.0,
+            normalize_observations=True,
             torso="atari_shallow", head_hidden_size=256, shared_torso=True,
             network_init="orthogonal", evaluation_greedy=False,  # Sampled, as the paper's.
         )

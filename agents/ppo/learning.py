@@ -44,6 +44,7 @@ from components.losses import (
     generalized_advantage_estimation,
     masked_mean,
 )
+from components.networks.normalizer import RunningMeanStd
 
 
 def _time_major(x: tf.Tensor) -> tf.Tensor:
@@ -89,6 +90,8 @@ class PPOLearner(SGDLearner):
         seed: int = 0,
     ):
         self._network = network
+        # Running input statistics inside the network (normalize_observations), moved here.
+        self._normalizers = [m for m in network.submodules if isinstance(m, RunningMeanStd)]
         self._rollouts_per_round = int(rollouts_per_round)
         self._discount = float(discount)
         self._lambda = float(gae_lambda)
@@ -159,8 +162,11 @@ class PPOLearner(SGDLearner):
         return tree.map_structure(_merge_leading, steps)
 
     def _step(self, batch: dict) -> dict[str, tf.Tensor]:
-        """One learner step, compiled: the round's advantages, then its epochs of minibatch
-        SGD steps in a while loop that calls the compiled SGD step (traced once)."""
+        """One learner step, compiled: the observation statistics moved by the round's
+        observations (when the network normalises them), the round's advantages, then its
+        epochs of minibatch SGD steps in a while loop that calls the compiled SGD step."""
+        for normalizer in self._normalizers:
+            normalizer.update(_merge_leading(_time_major(batch["observation"])))
         steps = self.advantages(batch)
         lag = steps.pop("policy_lag")
         n = tf.shape(steps["mask"])[0]

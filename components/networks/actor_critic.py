@@ -16,8 +16,10 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
+from agentkit.config import ConfigError
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
 from components.networks.initializers import POLICY_GAIN, VALUE_GAIN, hidden_init, output_init
+from components.networks.normalizer import RunningMeanStd
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentPolicyValue
 from components.networks.torso import make_torso
@@ -31,11 +33,13 @@ class SeparatePolicyValue(snt.Module):
 
     def __init__(self, spec: EnvironmentSpec, torso: str, hidden_sizes: Sequence[int],
                  head_hidden_size: int = 0, compute_dtype: str = "float32",
-                 init: str = "default", activation: str = "relu"):
+                 init: str = "default", activation: str = "relu",
+                 normalized_inputs: bool = False):
         super().__init__(name="separate_policy_value")
 
         def branch(size: int, gain: float) -> snt.Sequential:
-            layers = [make_torso(spec, torso, hidden_sizes, compute_dtype, init, activation)]
+            layers = [make_torso(spec, torso, hidden_sizes, compute_dtype, init, activation,
+                                 normalized_inputs)]
             if head_hidden_size:
                 layers.append(snt.nets.MLP([head_hidden_size], activate_final=True,
                                            w_init=hidden_init(init)))
@@ -60,16 +64,21 @@ class SeparatePolicyValue(snt.Module):
 def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes: Sequence[int],
                               head_hidden_size: int = 0, shared_torso: bool = False,
                               lstm_size: int = 0, compute_dtype: str = "float32",
-                              init: str = "default", activation: str = "relu") -> snt.Module:
+                              init: str = "default", activation: str = "relu",
+                              normalize_observations: bool = False) -> snt.Module:
     """observation -> (logits [B, A], value [B]); variables created with a dummy batch.
     `compute_dtype` is the Nature CNN's (`components.networks.atari.AtariTorso`); `init`
     the weights' scheme (`components.networks.initializers`); `activation` the MLP torso's
-    nonlinearity."""
+    nonlinearity. `normalize_observations`: the observations pass a RunningMeanStd first
+    (its statistics are the network's variables; the learner updates them)."""
+    if normalize_observations and lstm_size:
+        raise ConfigError("--normalize_observations: not with a recurrent core (--lstm_size)")
     head_hidden = [head_hidden_size] if head_hidden_size else []
     dummy = tree.map_structure(lambda s: tf.zeros((1,) + tuple(s.shape), s.dtype),
                                spec.observations)
     if lstm_size or shared_torso:
-        shared = make_torso(spec, torso, hidden_sizes, compute_dtype, init, activation)
+        shared = make_torso(spec, torso, hidden_sizes, compute_dtype, init, activation,
+                            normalize_observations)
     if lstm_size:
         network = RecurrentPolicyValue(shared, lstm_size, num_discrete_actions(spec), head_hidden,
                                        init)
@@ -80,6 +89,8 @@ def make_policy_value_network(spec: EnvironmentSpec, *, torso: str, hidden_sizes
                                   PolicyValueHead(num_discrete_actions(spec), head_hidden, init)])
     else:
         network = SeparatePolicyValue(spec, torso, hidden_sizes, head_hidden_size, compute_dtype,
-                                      init, activation)
+                                      init, activation, normalize_observations)
+    if normalize_observations:
+        network = snt.Sequential([RunningMeanStd(), network], name="normalized_policy_value")
     network(dummy)
     return network

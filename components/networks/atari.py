@@ -30,8 +30,11 @@ class AtariTorso(snt.Module):
     """
 
     def __init__(self, compute_dtype: str = "float32", init: str = "default",
-                 name: str = "atari_torso", layers=NATURE_LAYERS):
+                 name: str = "atari_torso", layers=NATURE_LAYERS, input_scale: float = 1 / 255):
         super().__init__(name=name)
+        # Frames are multiplied by this: 1/255 for raw pixels, 1 for inputs normalised before
+        # the torso (components.networks.normalizer).
+        self._input_scale = float(input_scale)
         self.compute_dtype = resolve_compute_dtype(compute_dtype)
         self._dtype = tf.as_dtype(self.compute_dtype)
         w_init = hidden_init(init)  # `init`: components.networks.initializers.INITS.
@@ -45,7 +48,7 @@ class AtariTorso(snt.Module):
         self._network = snt.Sequential(steps + [self._to_features])
 
     def __call__(self, inputs: tf.Tensor) -> tf.Tensor:
-        frames = tf.cast(inputs, tf.float32) / 255.0
+        frames = tf.cast(inputs, tf.float32) * self._input_scale
         if self._dtype == tf.float32:
             return self._network(frames)
         if not hasattr(self._convs[-1], "w"):  # float32 variables, made by one frame's float32

@@ -18,13 +18,15 @@ TORSOS = ("auto", "mlp", "atari", "atari_shallow", "minatar")
 
 def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
                compute_dtype: str = "float32", init: str = "default",
-               activation: str = "relu") -> snt.Module:
+               activation: str = "relu", normalized_inputs: bool = False) -> snt.Module:
     """`kind` is "mlp", "atari" (Nature CNN), "atari_shallow" (the IMPALA paper's 16/32 CNN),
     "minatar" or "auto": atari for [H, W, C] observations at
     least MIN_SIDE a side, minatar for smaller grids, mlp for the rest. `compute_dtype`
     ("float32" or "bfloat16") is the Nature CNN's (the other torsos compute in float32);
     `init` its weights' initialiser (`components.networks.initializers`); `activation` the
-    MLP's nonlinearity (`components.networks.mlp.ACTIVATIONS`; the convolutions use ReLU)."""
+    MLP's nonlinearity (`components.networks.mlp.ACTIVATIONS`; the convolutions use ReLU).
+    `normalized_inputs`: the observations come normalised (components.networks.normalizer),
+    so the Atari torsos take them as they are instead of dividing pixels by 255."""
     shape = spec.observations.shape
     if kind not in TORSOS:
         raise ConfigError(f"--torso: must be one of {', '.join(TORSOS)}, got {kind!r}")
@@ -44,8 +46,9 @@ def make_torso(spec: EnvironmentSpec, kind: str, hidden_sizes: Sequence[int],
                 f"--torso: '{kind}' needs [H, W, C] observations with H, W >= {MIN_SIDE}, "
                 f"got shape {tuple(shape)}"
             )
+        scale = 1.0 if normalized_inputs else 1 / 255
         if kind == "atari_shallow":
             return AtariTorso(compute_dtype, init, name="atari_shallow_torso",
-                              layers=SHALLOW_LAYERS)
-        return AtariTorso(compute_dtype, init)
+                              layers=SHALLOW_LAYERS, input_scale=scale)
+        return AtariTorso(compute_dtype, init, input_scale=scale)
     return MLPTorso(hidden_sizes, init, activation)

@@ -11,6 +11,7 @@ from agentkit.config import ConfigError
 from agentkit.loggers import read_csv
 from agentkit.specs import make_environment_spec
 from agents.ppo import A2CBuilder, A2CConfig, PPOBuilder, PPOConfig
+from components.networks.normalizer import RunningMeanStd
 from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
 from launch_programs.threads import launch_threads
@@ -170,6 +171,28 @@ def test_the_adaptive_rate_follows_each_sgd_step_and_is_saved():
     assert float(restored._groups[0].schedule.rate.numpy()) == pytest.approx(1e-3)
     restored.restore(learner.save())
     assert float(restored._groups[0].schedule.rate.numpy()) == pytest.approx(1e-3 / 1.5 ** 2)
+
+
+def test_normalised_observations_move_with_each_round_and_reach_the_actors():
+    learner, network = _learner(normalize_observations=True, num_epochs=1)
+    batch = _batch()
+    normalizer = next(m for m in network.submodules if isinstance(m, RunningMeanStd))
+    inner = next(m for m in network.submodules if m.name == "separate_policy_value")
+    np.testing.assert_array_equal(normalizer.mean.numpy(), [0.0, 0.0])  # Before any round.
+    learner._step_fn(tf.nest.map_structure(tf.constant, batch))
+    seen = batch["observation"].reshape(-1, 2)  # Every observation of the round, o_T too.
+    np.testing.assert_allclose(normalizer.mean.numpy(), seen.mean(0), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(normalizer.var.numpy(), seen.var(0), rtol=1e-3, atol=1e-4)
+    served = learner.get_variables(["policy"])[0]  # What actors and the evaluator load.
+    assert any(np.array_equal(v, normalizer.mean.numpy()) for v in served)
+    assert any(np.array_equal(v, normalizer.var.numpy()) for v in served)
+    # The policy reads normalised inputs: a shift of every observation by the running mean
+    # is what the network without it would see from the centred inputs.
+    observation = tf.constant(seen[:7])
+    scaled = (seen[:7] - normalizer.mean.numpy()) / np.sqrt(normalizer.var.numpy() + 1e-5)
+    logits, _ = network(observation)
+    inner_logits, _ = inner(tf.constant(np.clip(scaled, -5, 5).astype(np.float32)))
+    np.testing.assert_allclose(logits.numpy(), inner_logits.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_the_adaptive_rate_excludes_the_decay_and_bounds_the_rate():
