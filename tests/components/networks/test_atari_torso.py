@@ -88,3 +88,23 @@ def test_the_shallow_torso_is_chosen_by_name_and_gives_its_features():
     small = dataclasses.replace(spec, observations=specs.Array((10, 10, 4), np.uint8))
     with pytest.raises(ConfigError, match="--torso: 'atari_shallow' needs"):
         make_torso(small, "atari_shallow", ())
+
+
+def test_normalised_inputs_are_taken_as_they_are_and_raw_pixels_divided_by_255():
+    from dm_env import specs
+
+    from agentkit.specs import EnvironmentSpec
+    from components.networks.torso import make_torso
+
+    spec = EnvironmentSpec(specs.Array((84, 84, 4), np.uint8), specs.DiscreteArray(6),
+                           specs.Array((), np.float32), specs.BoundedArray((), np.float32, 0, 1))
+    pixels = np.random.default_rng(1).integers(0, 255, (2, 84, 84, 4)).astype(np.uint8)
+    raw, normalized = (make_torso(spec, "atari_shallow", (), normalized_inputs=flag)
+                       for flag in (False, True))
+    raw(tf.constant(pixels)), normalized(tf.constant(pixels / 255.0, tf.float32))
+    for a, b in zip(raw.variables, normalized.variables):
+        b.assign(a)
+    # The same weights: raw pixels through x / 255 equal the already scaled ones as they are.
+    np.testing.assert_allclose(raw(tf.constant(pixels)).numpy(),
+                               normalized(tf.constant(pixels / 255.0, tf.float32)).numpy(),
+                               rtol=1e-5, atol=1e-5)
