@@ -40,6 +40,9 @@ class IMPALAConfig:
     head_hidden_size: int = 0  # Hidden layer of the policy-value head; 0 for none.
     shared_torso: bool = False  # One torso for policy and value (else one each).
     lstm_size: int = 0  # > 0: an LSTM core of this size after a shared torso (recurrent policy).
+    # Observations shifted and scaled per element by running moments the learner updates
+    # from each batch, clipped to [-5, 5] (rl_games' normalize_input; not with lstm_size).
+    normalize_observations: bool = False
 
     # Optimisation.
     batch_size: int = 4  # Unrolls per learner step: many small updates, as each is used once.

@@ -36,6 +36,7 @@ import tree
 
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import masked_mean, vtrace
+from components.networks.normalizer import normalizers_of
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
 
@@ -113,6 +114,13 @@ class IMPALALearner(SGDLearner):
                 lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
                          epochs_per_batch=epochs_per_batch, sample_signature=batched)
+
+    def _step(self, sample: dict) -> dict[str, tf.Tensor]:
+        """The loop's step, after the batch's observations moved the network's input
+        statistics (once a batch, whatever its epochs; only when it normalises them)."""
+        for normalizer in normalizers_of(self._network):
+            normalizer.update_from(sample["observation"])
+        return super()._step(sample)
 
     def _as_time_major(self, batch: dict) -> dict:
         """The rollout layout: observations [T+1, B], the rest [T, B]."""

@@ -14,4 +14,5 @@ def make_networks(spec: EnvironmentSpec, config: IMPALAConfig) -> dict[str, snt.
         spec, torso=config.torso, hidden_sizes=config.hidden_sizes,
         head_hidden_size=config.head_hidden_size, shared_torso=config.shared_torso,
         lstm_size=config.lstm_size, compute_dtype=config.compute_dtype,
-        init=config.network_init, activation=config.activation)}
+        init=config.network_init, activation=config.activation,
+        normalize_observations=config.normalize_observations)}

@@ -44,7 +44,7 @@ from components.losses import (
     generalized_advantage_estimation,
     masked_mean,
 )
-from components.networks.normalizer import RunningMeanStd
+from components.networks.normalizer import normalizers_of
 
 
 def _time_major(x: tf.Tensor) -> tf.Tensor:
@@ -91,7 +91,7 @@ class PPOLearner(SGDLearner):
     ):
         self._network = network
         # Running input statistics inside the network (normalize_observations), moved here.
-        self._normalizers = [m for m in network.submodules if isinstance(m, RunningMeanStd)]
+        self._normalizers = normalizers_of(network)
         self._rollouts_per_round = int(rollouts_per_round)
         self._discount = float(discount)
         self._lambda = float(gae_lambda)
@@ -166,7 +166,7 @@ class PPOLearner(SGDLearner):
         observations (when the network normalises them), the round's advantages, then its
         epochs of minibatch SGD steps in a while loop that calls the compiled SGD step."""
         for normalizer in self._normalizers:
-            normalizer.update(_merge_leading(_time_major(batch["observation"])))
+            normalizer.update_from(batch["observation"])
         steps = self.advantages(batch)
         lag = steps.pop("policy_lag")
         n = tf.shape(steps["mask"])[0]

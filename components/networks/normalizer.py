@@ -53,3 +53,15 @@ class RunningMeanStd(snt.Module):
         self.mean.assign_add(delta * batch_count / total)
         self.var.assign(m2 / total)
         self.count.assign(total)
+
+    def update_from(self, observations: tf.Tensor) -> None:
+        """`update` with observations of any leading dimensions ([B, T, ...], [T, B, K, ...]):
+        their moments do not depend on the order."""
+        observations = tf.convert_to_tensor(observations)
+        self.update(tf.reshape(observations, tf.concat([[-1], tf.shape(self.mean)], axis=0)))
+
+
+def normalizers_of(network: snt.Module) -> list[RunningMeanStd]:
+    """The input normalisers inside `network` (none for most networks): what a learner moves
+    with the observations it learns from."""
+    return [m for m in network.submodules if isinstance(m, RunningMeanStd)]

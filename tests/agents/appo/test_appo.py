@@ -108,6 +108,27 @@ def test_num_epochs_makes_that_many_sgd_steps_on_each_batch_as_single_steps_woul
     assert not np.allclose(thrice.save()[weight], once.save()[weight], atol=1e-6)
 
 
+def test_normalised_observations_move_once_a_batch_whatever_its_epochs():
+    from components.networks.normalizer import normalizers_of
+
+    spec = make_environment_spec(fakes.match_the_sign())
+    builder = APPOBuilder(APPOConfig(unroll_length=5, hidden_sizes=(8,), batch_size=3,
+                                     num_epochs=3, normalize_observations=True))
+    networks = builder.make_networks(spec=spec)
+    (normalizer,) = normalizers_of(networks["policy"])
+    batch = _batch(networks["policy"], seed=2)
+    learner = builder.make_learner(networks=networks, spec=spec,
+                                   iterator=iter([tf.nest.map_structure(tf.constant, batch)]),
+                                   replay_address=None)
+    learner.step()
+    seen = batch["observation"].reshape(-1, 2)
+    assert float(normalizer.count.numpy()) == pytest.approx(len(seen) + 1e-4)  # Not 3 x.
+    np.testing.assert_allclose(normalizer.mean.numpy(), seen.mean(0), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(normalizer.var.numpy(), seen.var(0), rtol=1e-3, atol=1e-4)
+    served = learner.get_variables(["policy"])[0]  # Actors normalise as the learner does.
+    assert any(np.array_equal(v, normalizer.mean.numpy()) for v in served)
+
+
 def test_appo_learns_match_the_sign_through_threads(tmp_path):
     config = APPOConfig(unroll_length=5, batch_size=4, hidden_sizes=(32,), discount=0.9,
                         learning_rate=3e-3, max_queue_size=16, variable_update_period=5)
