@@ -113,8 +113,17 @@ def curves_of_result(result: dict) -> plot.Curves:
     a run whose logdir is gone."""
     rounds = np.array(result["eval_rounds"], np.float64).reshape(-1, 4)
     empty = np.zeros(0)
-    return plot.Curves(f"{result['agent']} on {result['env']}", rounds[:, 0], rounds[:, 1],
-                       rounds[:, 2], rounds[:, 3], empty, empty, empty)
+    label = plot.run_label(result["agent"], result["env"], sticky_of(result.get("run")))
+    return plot.Curves(label, rounds[:, 0], rounds[:, 1], rounds[:, 2], rounds[:, 3], empty,
+                       empty, empty)
+
+
+def sticky_of(run: str | None) -> float | None:
+    """The sticky-action probability `run` plays Pong with (its flag, else atari's 0.25)."""
+    if run not in RUNS or not RUNS[run][1].startswith("atari:"):
+        return None
+    flags = [f for f in RUNS[run][4] if f.startswith("--sticky_actions=")]
+    return float(flags[-1].split("=", 1)[1]) if flags else 0.25
 
 
 def logdir_of(logroot: str, run: str, seed: int) -> str:

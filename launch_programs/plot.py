@@ -134,6 +134,14 @@ def read_info(run_dir: str) -> dict:
     return info
 
 
+def run_label(agent: str, env: str, sticky_actions=None) -> str:
+    """"ppo on atari:Pong (sticky 0)": the protocol named where the run recorded it."""
+    label = f"{agent} on {env}"
+    if isinstance(sticky_actions, (int, float)) and not isinstance(sticky_actions, bool):
+        label += f" (sticky {sticky_actions:g})"
+    return label
+
+
 def load_run(run_dir: str, damaged: dict[str, int] | None = None) -> Curves:
     """The curves of the run in `run_dir`; RunDirError naming it (or its file) when there are
     none. Rows skipped as damaged are counted in `damaged`, by file."""
@@ -149,7 +157,7 @@ def load_run(run_dir: str, damaged: dict[str, int] | None = None) -> Curves:
     returns = [np.array(r.returns) for r in rounds]
     training.sort(key=lambda r: float(r["actor_steps"]))
     return Curves(
-        label=f"{info['agent']} on {info['env']}",
+        label=run_label(info['agent'], info['env'], info.get("sticky_actions")),
         eval_steps=np.array([r.actor_steps for r in rounds], np.float64),
         eval_wall=np.array([r.wall_time_s for r in rounds], np.float64),
         eval_mean=np.array([r.mean() for r in returns], np.float64),

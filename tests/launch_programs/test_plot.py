@@ -40,6 +40,15 @@ def _run(path, agent="dqn", env="minatar:breakout", rounds=((0, [1, 3]), (100, [
     return str(path)
 
 
+def test_an_atari_run_is_labelled_with_its_protocol(tmp_path):
+    run = _run(tmp_path / "a", env="atari:Pong")
+    with open(os.path.join(run, "run.json"), "w") as f:
+        json.dump({"agent": "ppo", "env": "atari:Pong", "sticky_actions": 0.0}, f)
+    assert plot.load_run(run).label == "ppo on atari:Pong (sticky 0)"
+    assert plot.run_label("dqn", "atari:Pong", 0.25) == "dqn on atari:Pong (sticky 0.25)"
+    assert plot.run_label("dqn", "minatar:breakout") == "dqn on minatar:breakout"
+
+
 def test_a_run_gives_its_rounds_means_and_spread(tmp_path):
     curves = plot.load_run(_run(tmp_path / "a"))
     assert curves.label == "dqn on minatar:breakout"
@@ -310,10 +319,11 @@ def test_a_result_file_is_redrawn_when_its_run_directory_is_gone(tmp_path):
         import pixels
     finally:
         sys.path.pop(0)
-    result = {"agent": "dqn", "env": "atari:Pong", "eval_rounds": [[0, 1.0, -21.0, 0.0],
-                                                                   [100, 9.0, -3.5, 2.0]]}
+    result = {"run": "dqn-atari-pong", "agent": "dqn", "env": "atari:Pong",
+              "eval_rounds": [[0, 1.0, -21.0, 0.0], [100, 9.0, -3.5, 2.0]]}
     curves = pixels.curves_of_result(result)
-    assert curves.label == "dqn on atari:Pong"
+    assert curves.label == "dqn on atari:Pong (sticky 0.25)"  # Atari's default protocol.
+    assert pixels.sticky_of("ppo-atari-pong-nosticky") == 0.0
     np.testing.assert_array_equal(curves.eval_steps, [0, 100])
     np.testing.assert_array_equal(curves.eval_mean, [-21.0, -3.5])
     np.testing.assert_array_equal(curves.eval_std, [0.0, 2.0])
