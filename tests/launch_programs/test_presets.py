@@ -112,3 +112,27 @@ def test_help_shows_the_preset_values_as_defaults(capsys):
            "preset applied):" in out
     assert help_entry(out, "--num_actors") == "--num_actors INT Actor nodes. (default: 1)"
     assert help_entry(out, "--n_step").endswith("(default: 7)")
+
+
+def test_the_atari_presets_of_the_policy_gradient_agents():
+    """PPO: rl_games' large-batch layout; A2C keeps 8 games; APPO: RLlib's Pong APPO; both
+    normalise observations. IMPALA keeps its own (4 unrolls of 20)."""
+    def parse(agent):
+        spec = run.parse([f"--agent={agent}", "--env=atari:Pong", "--logdir=/tmp/unused"])
+        return spec.agent_config, spec.program_config
+
+    config, program = parse("ppo")
+    assert (config.torso, config.head_hidden_size, config.kl_target) == ("atari_shallow", 256, 0.01)
+    assert config.normalize_observations and config.learning_rate_decay_steps == 0
+    assert (program.num_envs_per_actor, config.rollout_length, config.num_minibatches) == (
+        64, 128, 4)  # Minibatches of 2,048 steps.
+    config, program = parse("a2c")
+    assert program.num_envs_per_actor == 8 and config.kl_target == 0.0
+    assert not config.normalize_observations
+    config, program = parse("appo")
+    assert (config.unroll_length, config.batch_size, config.num_epochs) == (50, 15, 2)
+    assert (config.clip_epsilon, config.learning_rate, config.max_gradient_norm) == (0.3, 5e-4, 10.0)
+    assert config.normalize_observations and not config.normalize_advantages
+    config, program = parse("impala")
+    assert (config.unroll_length, config.batch_size, config.torso) == (20, 4, "atari")
+    assert not config.normalize_observations
