@@ -44,7 +44,15 @@ RUNS = {
     "impala-minatar-space_invaders": ("impala", "minatar:space_invaders", 1_000_000, 30.0, []),
     "rainbow-minatar-breakout": ("rainbow", "minatar:breakout", 1_000_000, 8.0, []),
     "ppo-minatar-breakout": ("ppo", "minatar:breakout", 1_000_000, 8.0, []),
+    # IMPALA's Atari preset (issue 36: the 16/32 network, 16 unrolls a batch, the rate
+    # annealed over 3M steps, normalised observations) on the default protocol (sticky 0.25).
     "impala-atari-pong": ("impala", "atari:Pong", 3_000_000, 18.0, []),
+    # The preset before 2026-12-05 (4 unrolls a batch at a constant rate, the Nature CNN,
+    # pixels / 255): its 2026-12-02 run, best -4.2 at 2.25M, then back to -14.
+    "impala-atari-pong-batch4": ("impala", "atari:Pong", 3_000_000, 18.0, [
+        "--torso=atari", "--batch_size=4", "--adam_epsilon=1.5625e-06",
+        "--max_gradient_norm=0.5", "--learning_rate_decay_steps=0",
+        "--normalize_observations=false"]),
     # The 2026-12-02 trial: the preset's run above learned only after 1.3M steps, its policy
     # lagging the learner's by 10-14 updates. Here the rate decays to 0 over the 37,500
     # updates of 3M steps, as A2C's, Cleanba's and TorchBeast's do, and the actor fetches
@@ -95,7 +103,7 @@ STICKY_PONG = ["dopamine-pong-dqn.json", "dopamine-pong-rainbow.json"]
 NO_STICKY_PONG = ["rlzoo-pong-ppo-nosticky.json", "rlzoo-pong-ppo-nosticky-training.json"]
 REFERENCES = {
     "dqn-atari-pong": STICKY_PONG, "dqn-atari-pong-bf16": STICKY_PONG,
-    "impala-atari-pong": STICKY_PONG,
+    "impala-atari-pong": STICKY_PONG, "impala-atari-pong-batch4": STICKY_PONG,
     "ppo-atari-pong-nosticky": NO_STICKY_PONG, "ppo-atari-pong-nosticky-shallow": NO_STICKY_PONG,
     "ppo-atari-pong-nosticky-rawinputs": NO_STICKY_PONG,
     "appo-atari-pong-nosticky": NO_STICKY_PONG,

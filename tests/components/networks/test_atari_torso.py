@@ -60,8 +60,9 @@ def test_policy_value_networks_compute_in_the_configured_dtype():
 
     spec = make_environment_spec(fakes.fake_atari())
     frames = tf.constant(np.random.default_rng(1).integers(0, 255, (3, 84, 84, 4), np.uint8))
-    full = make_networks(spec, IMPALAConfig.atari())["policy"]
-    half = make_networks(spec, IMPALAConfig.atari(compute_dtype="bfloat16"))["policy"]
+    full = make_networks(spec, IMPALAConfig.atari(torso="atari"))["policy"]
+    half = make_networks(spec, IMPALAConfig.atari(torso="atari", compute_dtype="bfloat16"))[
+        "policy"]
     for a, b in zip(full.variables, half.variables):
         b.assign(a)
     (logits_a, _), (logits_b, value_b) = full(frames), half(frames)

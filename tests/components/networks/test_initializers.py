@@ -20,8 +20,9 @@ from tests import fakes
 def _networks():
     spec = make_environment_spec(fakes.fake_atari())
     tf.random.set_seed(0)
-    default = make_networks(spec, IMPALAConfig.atari(network_init="default"))["policy"]
-    orthogonal = make_networks(spec, IMPALAConfig.atari())["policy"]
+    nature = dict(torso="atari", normalize_observations=False)  # The Nature CNN on pixels.
+    default = make_networks(spec, IMPALAConfig.atari(network_init="default", **nature))["policy"]
+    orthogonal = make_networks(spec, IMPALAConfig.atari(**nature))["policy"]
     return default, orthogonal
 
 
