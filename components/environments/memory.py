@@ -4,7 +4,9 @@ Observation (3 floats): [cue, query, time left]. The cue (+1 or -1, random
 per episode) is visible only at the first step, then 0; `query` is 1 only
 at the last step; `time left` goes from 1 to 0. The episode has N + 1
 actions: the first N earn nothing, the last earns +1 when it names the cue
-(action 1 for +1, action 0 for -1) and -1 otherwise, and terminates.
+(action 1 for +1, action 0 for -1) and -1 otherwise, and terminates. As dm_env
+requires, step() before the first reset or after the last step starts a new
+episode (a FIRST timestep; the action is ignored).
 
 A memoryless policy cannot beat chance at the question (mean return 0); an
 agent that carries the cue for N steps scores 1.
@@ -27,6 +29,7 @@ class MemoryEnvironment(dm_env.Environment):
         self._rng = np.random.default_rng(seed)
         self._cue = 1.0
         self._t = 0
+        self._needs_reset = True
 
     def _observation(self) -> np.ndarray:
         cue = self._cue if self._t == 0 else 0.0
@@ -36,10 +39,14 @@ class MemoryEnvironment(dm_env.Environment):
     def reset(self) -> dm_env.TimeStep:
         self._t = 0
         self._cue = float(self._rng.choice([-1.0, 1.0]))
+        self._needs_reset = False
         return dm_env.restart(self._observation())
 
     def step(self, action) -> dm_env.TimeStep:
+        if self._needs_reset:
+            return self.reset()
         if self._t == self._length:
+            self._needs_reset = True
             correct = int(action) == int(self._cue > 0)
             return dm_env.termination(np.float32(1.0 if correct else -1.0), self._observation())
         self._t += 1
