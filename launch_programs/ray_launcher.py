@@ -507,11 +507,14 @@ class RayLauncher:
 
         return ray.get(self._handles[name].node_id.remote())
 
-    def node_pid(self, name: str) -> int:
-        """The process id of a node (for fault-injection tests and debugging)."""
-        import ray
-
-        return ray.get(self._handles[name].ready.remote())
+    def node_pid(self, name: str, timeout_s: float = 120.0) -> int:
+        """The process id of a node (for fault-injection tests and debugging); while Ray
+        rebuilds it (a run can end before a lost node is back), the rebuilt one's."""
+        pid = self._wait_for_process(name, timeout_s)
+        if pid is None:
+            raise RuntimeError(f"node {name} has no process (it died for good, or was not "
+                               f"rebuilt within {timeout_s:.0f} s)")
+        return pid
 
     def _wait_for_process(self, name: str, timeout_s: float = 120.0) -> int | None:
         """The pid of the node's process once Ray has rebuilt it; None if it never is."""
