@@ -30,6 +30,7 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
+from components.environments.atari import STICKY_ACTION_PROBABILITY  # noqa: E402
 from launch_programs import plot  # noqa: E402
 from launch_programs.references import load_reference  # noqa: E402
 from launch_programs.summary import evaluation_stats  # noqa: E402
@@ -127,11 +128,11 @@ def curves_of_result(result: dict) -> plot.Curves:
 
 
 def sticky_of(run: str | None) -> float | None:
-    """The sticky-action probability `run` plays Pong with (its flag, else atari's 0.25)."""
+    """The sticky-action probability `run` plays with (its flag, else atari's default)."""
     if run not in RUNS or not RUNS[run][1].startswith("atari:"):
         return None
     flags = [f for f in RUNS[run][4] if f.startswith("--sticky_actions=")]
-    return float(flags[-1].split("=", 1)[1]) if flags else 0.25
+    return float(flags[-1].split("=", 1)[1]) if flags else STICKY_ACTION_PROBABILITY
 
 
 def logdir_of(logroot: str, run: str, seed: int) -> str:

@@ -36,7 +36,7 @@ import tree
 
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import masked_mean, vtrace
-from components.networks.normalizer import normalizers_of
+from components.networks.normalizer import observe_inputs
 
 _NO_RATIO = -1e4  # log rho of masked steps: rho = exp(-1e4) = 0.
 
@@ -118,8 +118,7 @@ class IMPALALearner(SGDLearner):
     def _step(self, sample: dict) -> dict[str, tf.Tensor]:
         """The loop's step, after the batch's observations moved the network's input
         statistics (once a batch, whatever its epochs; only when it normalises them)."""
-        for normalizer in normalizers_of(self._network):
-            normalizer.update_from(sample["observation"])
+        observe_inputs(self._network, sample["observation"])
         return super()._step(sample)
 
     def _as_time_major(self, batch: dict) -> dict:

@@ -44,7 +44,7 @@ from components.losses import (
     generalized_advantage_estimation,
     masked_mean,
 )
-from components.networks.normalizer import normalizers_of
+from components.networks.normalizer import observe_inputs
 
 
 def _time_major(x: tf.Tensor) -> tf.Tensor:
@@ -90,8 +90,6 @@ class PPOLearner(SGDLearner):
         seed: int = 0,
     ):
         self._network = network
-        # Running input statistics inside the network (normalize_observations), moved here.
-        self._normalizers = normalizers_of(network)
         self._rollouts_per_round = int(rollouts_per_round)
         self._discount = float(discount)
         self._lambda = float(gae_lambda)
@@ -165,8 +163,7 @@ class PPOLearner(SGDLearner):
         """One learner step, compiled: the observation statistics moved by the round's
         observations (when the network normalises them), the round's advantages, then its
         epochs of minibatch SGD steps in a while loop that calls the compiled SGD step."""
-        for normalizer in self._normalizers:
-            normalizer.update_from(batch["observation"])
+        observe_inputs(self._network, batch["observation"])
         steps = self.advantages(batch)
         lag = steps.pop("policy_lag")
         n = tf.shape(steps["mask"])[0]

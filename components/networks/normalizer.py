@@ -65,3 +65,10 @@ def normalizers_of(network: snt.Module) -> list[RunningMeanStd]:
     """The input normalisers inside `network` (none for most networks): what a learner moves
     with the observations it learns from."""
     return [m for m in network.submodules if isinstance(m, RunningMeanStd)]
+
+
+def observe_inputs(network: snt.Module, observations: tf.Tensor) -> None:
+    """Moves every input normaliser inside `network` by `observations` (any leading
+    dimensions); nothing for a network without one. A learner calls it once per batch."""
+    for normalizer in normalizers_of(network):
+        normalizer.update_from(observations)
