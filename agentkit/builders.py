@@ -1,39 +1,41 @@
 """The builder contract: what an agent supplies so that one generic program can run it.
 
-A builder makes every part of an agent from its config. The generic program
+A builder makes every part of an agent from its config and the acting layout
+(`agentkit.acting.ActingLayout`: actors, environments per actor, groups), both
+given when it is made and never changed after: each method depends only on
+them and its arguments, so the builder can travel to any node (another
+process) and make the same parts there. The generic program
 (`launch_programs.agent_program.make_agent_program`) calls these methods, by
-keyword, inside whichever node needs each part, in this process or another:
+keyword, inside whichever node needs each part:
 
     node        when                      calls
-    (command)   before launch             preset(env), program_preset(env), configure_acting,
-                                          make_networks
+    (command)   before launch             preset(env), program_preset(env), the constructor
+                                          (a layout it cannot run fails here), make_networks
                                           (a mismatch fails here)
-    (program)   when the graph is made    configure_acting (the builder then travels to
-                                          every node with what it recorded)
     replay      at construction           make_replay_tables
     learner     at construction           make_networks, make_dataset_iterator, make_learner
     inference   at construction           central_inference_problem (when the graph is
     (central)                             made), make_networks, make_policy (actor 0 of 1),
-                                          make_actor(adders=None) for its weights
-    actor_i     at construction           make_networks, make_batched_adder or make_adder
-                                          (one per environment), make_policy, make_actor
+                                          make_actor(adder=None) for its weights
+    actor_i     at construction           make_networks, make_adder (one per group of
+                                          environments), make_policy, make_actor
                                           (central: a stand-in policy, no variable source)
     evaluator   at construction           make_networks, make_policy(evaluation=True),
-                                          make_actor(adders=None)
+                                          make_actor(adder=None)
 
 A builder knows nothing of launchers, processes or node names. Methods with
-a default here are optional: `make_batched_adder` returns None when the agent
-has no batched adder (the actor then gets one `make_adder` per environment).
+a default here are optional.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from agentkit import core
-from agentkit.adders import Adder, BatchedAdder
+from agentkit.acting import ActingLayout
+from agentkit.adders import BatchedAdder
 from agentkit.specs import EnvironmentSpec
 
 if TYPE_CHECKING:  # Annotations only: the vocabulary imports no replay code at run time.
@@ -58,8 +60,12 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
 
     config_class: ClassVar[type]
 
-    def __init__(self, config: ConfigT):
+    def __init__(self, config: ConfigT, layout: ActingLayout | None = None):
+        """`layout`: how the program acts (None: one actor of one environment, as when a test
+        makes the parts by hand). A builder whose parts depend on it reads it here, and raises
+        ConfigError, naming the flag, for a layout it cannot run."""
         self.config = config
+        self.layout = ActingLayout() if layout is None else layout
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
@@ -77,14 +83,6 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
         defaults. Flags the user gives override these."""
         del env
         return {}
-
-    def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
-                         env_groups: int) -> None:
-        """Told how the program acts, before any part is made. A builder whose parts depend on
-        it records it here (PPO: its learner takes one rollout per actor each round, of
-        `num_envs_per_actor` environments); it raises ConfigError, naming the flag, for a
-        layout it cannot run. The default accepts any layout."""
-        del num_actors, num_envs_per_actor, env_groups
 
     def central_inference_problem(self) -> str | None:
         """Why this agent cannot act through a policy that another node holds and batches
@@ -110,15 +108,11 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
         """The learner's batches from replay; it ends (StopIteration) once `should_stop()`."""
 
     @abc.abstractmethod
-    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
-        """One environment's adder, writing to the replay behind `replay_client`."""
-
-    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
-                           num_envs: int) -> BatchedAdder | None:
-        """One adder for `num_envs` lock-stepped environments, or None (then one `make_adder`
-        per environment)."""
-        del replay_client, spec, num_envs
-        return None
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                   num_envs: int) -> BatchedAdder:
+        """The adder of one group of `num_envs` lock-stepped environments (1 included), writing
+        to the replay behind `replay_client`. An agent whose items come from one environment
+        each wraps one adder per environment in `components.adders.PerEnvironmentAdders`."""
 
     @abc.abstractmethod
     def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
@@ -129,9 +123,9 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
 
     @abc.abstractmethod
     def make_actor(self, *, policy: Any, networks: Networks,
-                   adders: Sequence[Adder] | BatchedAdder | None,
+                   adder: BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
-        """A batched actor over one group of environments. `adders` is None for the
+        """A batched actor over one group of environments. `adder` is None for the
         evaluator; `variable_source` (the learner) is None for an actor whose networks
         another actor of the same node updates."""
 

@@ -128,7 +128,7 @@ def actor_steps_per_s(backend: str, k: int, groups: int, builder, networks, spec
     size = k // groups
     environments = [make_group(backend, list(range(g * size, (g + 1) * size)))
                     for g in range(groups)]
-    actors = [builder.make_actor(policy=policy, networks=networks, adders=None,
+    actors = [builder.make_actor(policy=policy, networks=networks, adder=None,
                                  variable_source=None) for _ in range(groups)]
     window = _Window(warmup_steps * k, window_s)
     loop = BatchedEnvironmentLoop(environments, actors, counter=Counter(prefix="actor"),

@@ -26,20 +26,33 @@ from agentkit.environment_loop import BatchedEnvironmentLoop  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from components.environments.batched import BatchedEnvironment  # noqa: E402
+from components.adders import NStepTransitionAdder, PerEnvironmentAdders  # noqa: E402
 from components.environments.registry import make_environment  # noqa: E402
 from components.replay import ReplayServer, make_replay_table, transition_signature  # noqa: E402
 
 ENV = "gym:CartPole-v1"
 
 
+def per_environment_adders(builder: DQNBuilder, spec, client: reverb.Client,
+                           num_envs: int) -> PerEnvironmentAdders:
+    """The same items from one n-step adder per environment (what DQN's builder made before
+    its batched adder): the baseline this benchmark measures the batched one against."""
+    c = builder.config
+    return PerEnvironmentAdders([
+        NStepTransitionAdder(client, builder.table_name, n_step=c.n_step, discount=c.discount,
+                             max_in_flight_items=c.max_in_flight_items,
+                             defer_items=builder._defer_items,  # As the builder's own adder.
+                             extras_spec=builder.extras_spec(spec))
+        for _ in range(num_envs)])
+
+
 def steps_per_s(builder: DQNBuilder, spec, client: reverb.Client, num_envs: int, steps: int,
                 batched_adder: bool) -> float:
     networks = builder.make_networks(spec=spec)
-    adders = (builder.make_batched_adder(replay_client=client, spec=spec,
-                                         num_envs=num_envs) if batched_adder
-              else [builder.make_adder(replay_client=client, spec=spec) for _ in range(num_envs)])
+    adder = (builder.make_adder(replay_client=client, spec=spec, num_envs=num_envs)
+             if batched_adder else per_environment_adders(builder, spec, client, num_envs))
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
-                               networks=networks, adders=adders, variable_source=None)
+                               networks=networks, adder=adder, variable_source=None)
     envs = BatchedEnvironment([make_environment(ENV, seed=i) for i in range(num_envs)])
     BatchedEnvironmentLoop(envs, actor).run(num_steps=2_000)  # Warm-up: traces, first items.
     loop = BatchedEnvironmentLoop(envs, actor)

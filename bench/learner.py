@@ -54,8 +54,8 @@ def fill(address: str, builder: DQNBuilder, environment_factory, num_transitions
     num_envs = 16
     envs = BatchedEnvironment([environment_factory(seed) for seed in range(num_envs)])
     spec = make_environment_spec(environment_factory(0))
-    adder = builder.make_batched_adder(replay_client=reverb.Client(address), spec=spec,
-                                       num_envs=num_envs)
+    adder = builder.make_adder(replay_client=reverb.Client(address), spec=spec,
+                               num_envs=num_envs)
     rng = np.random.default_rng(0)
     num_actions = int(spec.actions.num_values)
     timestep = envs.reset()

@@ -54,6 +54,7 @@ from agentkit.specs import make_environment_spec  # noqa: E402
 from agentkit.types import Transition  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from agents.r2d2 import R2D2Builder, R2D2Config  # noqa: E402
+from components.adders import NStepTransitionAdder  # noqa: E402
 from components.environments import make_environment, make_vector_environment  # noqa: E402
 from components.environments.batched import stack_timesteps  # noqa: E402
 
@@ -115,7 +116,7 @@ def fill_with_pong(client: reverb.Client, builder: DQNBuilder, count: int,
     num_envs = 16
     env = make_vector_environment(GAME, list(range(num_envs)))
     spec = make_environment_spec(make_environment(GAME, seed=0))
-    adder = builder.make_batched_adder(replay_client=client, spec=spec, num_envs=num_envs)
+    adder = builder.make_adder(replay_client=client, spec=spec, num_envs=num_envs)
     rng = np.random.default_rng(0)
     adder.add_first(env.reset())
     written, start, half = 0, time.perf_counter(), False
@@ -309,7 +310,10 @@ def main(argv=None) -> int:
         frames = record_frames(2_000)
         feeder = StreamFeeder(frames)
         rates = {}
-        adder = whole.make_adder(replay_client=client, spec=spec)
+        w = whole.config  # One environment's n-step adder, as the per-environment baseline.
+        adder = NStepTransitionAdder(client, whole.table_name, n_step=w.n_step,
+                                     discount=w.discount,
+                                     max_in_flight_items=w.max_in_flight_items)
         rates["nstep_adder_steps_per_s"] = timed(args.window_s, lambda: adder_episode(feeder, adder))
         adder.close()
         num_envs = 16
@@ -318,8 +322,8 @@ def main(argv=None) -> int:
             f._cursor = 97 * i  # Different frames in each slot.
         for name, builder in (("batched_nstep_adder", whole),
                               ("batched_nstep_adder_frames_once", dqn)):
-            batched_adder = builder.make_batched_adder(replay_client=client, spec=spec,
-                                                       num_envs=num_envs)
+            batched_adder = builder.make_adder(replay_client=client, spec=spec,
+                                               num_envs=num_envs)
             rates[f"{name}_steps_per_s"] = timed(
                 args.window_s, lambda a=batched_adder: batched_adder_episode(feeders, a))
             batched_adder.close()
@@ -329,7 +333,8 @@ def main(argv=None) -> int:
         writer.close()
         c = r2d2.config
         state = (np.zeros(c.lstm_size, np.float32), np.zeros(c.lstm_size, np.float32))
-        seq_adder = r2d2.make_adder(replay_client=client, spec=spec)
+        # R2D2's adder of one environment: a PerEnvironmentAdders of one SequenceAdder.
+        seq_adder = r2d2.make_adder(replay_client=client, spec=spec, num_envs=1).adders[0]
         rates["sequence_adder_steps_per_s"] = timed(
             args.window_s, lambda: adder_episode(feeder, seq_adder, {"core_state": state}))
         seq_adder.close()

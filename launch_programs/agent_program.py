@@ -61,9 +61,9 @@ def make_agent_program(
     if not isinstance(builder, ActorLearnerBuilder):
         raise TypeError(f"make_agent_program needs an agentkit.builders.ActorLearnerBuilder, "
                         f"got {type(builder).__name__}")
-    builder.configure_acting(num_actors=config.num_actors,
-                             num_envs_per_actor=config.num_envs_per_actor,
-                             env_groups=config.env_groups)
+    if builder.layout != config.layout:
+        raise ValueError(f"the builder was made for {builder.layout}, the program config gives "
+                         f"{config.layout}: make the builder with layout=config.layout")
     run = nodes.RunContext(logdir=logdir, start_time=time.time() if start_time is None
                            else start_time, seed=config.seed,
                            print_every_s=config.print_every_s)
@@ -87,12 +87,12 @@ def make_agent_program(
     check_inference(builder, config)
     if config.inference == "central":
         rows = config.inference_batch_size or (
-            config.num_actors * config.num_envs_per_actor // config.env_groups)
+            config.layout.num_actors * config.layout.envs_per_group)
         inference = program.add_node(
             "inference", "inference", InferenceNode, builder=builder, spec=spec,
             variable_source=learner, counter=counter, seed=config.seed, batch_size=rows,
             deadline_ms=config.inference_deadline_ms)
-    for i in range(config.num_actors):
+    for i in range(config.layout.num_actors):
         program.add_node(
             f"actor_{i}", "actor", nodes.ActorNode, builder=builder,
             environment_factory=environment_factory, spec=spec, actor_id=i, replay=replay,

@@ -84,7 +84,7 @@ class InferenceNode:
                                            actor_id=0, num_actors=1)
         resume_schedule(self._policy, counter, share=1)  # Every actor's steps are its own.
         # The agent's own actor, for its variable client only: the weights reach this node.
-        self._weights = builder.make_actor(policy=self._policy, networks=networks, adders=None,
+        self._weights = builder.make_actor(policy=self._policy, networks=networks, adder=None,
                                            variable_source=variable_source)
         self._batch_size = batch_size
         self._deadline_s = deadline_ms / 1000.0

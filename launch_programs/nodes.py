@@ -56,23 +56,15 @@ class RunContext:
 
 @dataclasses.dataclass(frozen=True)
 class ActingConfig:
-    """How each actor node acts: its environments, their groups, its budget."""
+    """How long each actor node acts and how many simulator failures it tolerates (its
+    environments, their groups and its share of the actors are the builder's layout)."""
 
-    num_actors: int = 1
-    num_envs: int = 1  # Environments the actor steps with one policy call.
-    env_groups: int = 1  # Alternating groups of num_envs / env_groups.
     max_env_failures: int = 10
     max_actor_steps: int = 100_000  # All actors together.
 
-    def __post_init__(self):
-        if self.env_groups < 1 or self.num_envs % self.env_groups:
-            raise ValueError(f"{self.num_envs} environments do not split into "
-                             f"{self.env_groups} groups")
-
     @classmethod
     def from_program_config(cls, config) -> ActingConfig:
-        return cls(num_actors=config.num_actors, num_envs=config.num_envs_per_actor,
-                   env_groups=config.env_groups, max_env_failures=config.max_env_failures,
+        return cls(max_env_failures=config.max_env_failures,
                    max_actor_steps=config.max_actor_steps)
 
 
@@ -193,16 +185,11 @@ class ActorNode:
         self._actor_counter = Counter(counter, "actor", sync_every_s=0.1)
         self._actor_id = actor_id
         client = reverb.Client(replay.address())
-        groups, size = acting.env_groups, acting.num_envs // acting.env_groups
-        batched = [builder.make_batched_adder(replay_client=client, spec=spec, num_envs=size)
-                   for _ in range(groups)]
-        if all(adder is not None for adder in batched):  # One adder per group of environments.
-            self._adders = batched
-            group_adders = batched
-        else:  # One adder per environment.
-            self._adders = [builder.make_adder(replay_client=client, spec=spec)
-                            for _ in range(acting.num_envs)]
-            group_adders = [self._adders[g * size:(g + 1) * size] for g in range(groups)]
+        layout = builder.layout
+        groups, size = layout.env_groups, layout.envs_per_group
+        # One adder per group of environments (per environment inside, if the agent's are).
+        self._adders = [builder.make_adder(replay_client=client, spec=spec, num_envs=size)
+                        for _ in range(groups)]
         if inference is not None:
             # Central inference: each group acts through the inference node, which holds the
             # behaviour policy and its weights; this node fetches none.
@@ -211,21 +198,21 @@ class ActorNode:
         else:
             policy = builder.make_policy(networks=networks, spec=spec,
                                          seed=run.seed * 7919 + actor_id, actor_id=actor_id,
-                                         num_actors=acting.num_actors)
+                                         num_actors=layout.num_actors)
             # A resumed run (or a rebuilt actor): a behaviour policy with a schedule (epsilon)
             # goes on from this actor's share of the steps taken so far, not from its start.
-            resume_schedule(policy, counter, share=acting.num_actors)
+            resume_schedule(policy, counter, share=layout.num_actors)
             policies = [policy] * groups
         self._policies = policies
-        # With alternating groups each group has its own actor (adders, recurrent
+        # With alternating groups each group has its own actor (adder, recurrent
         # states) over the same networks and policy; the first one's variable
         # client updates the networks for all.
         actors = [builder.make_actor(policy=policies[g], networks=networks,
-                                     adders=group_adders[g],
+                                     adder=self._adders[g],
                                      variable_source=variable_source if g == 0 else None)
                   for g in range(groups)]
         self._actors = actors
-        base_seed = run.seed * 100_003 + actor_id * acting.num_envs
+        base_seed = run.seed * 100_003 + actor_id * layout.num_envs_per_actor
         make_group = batched_environment_factory or functools.partial(
             _python_environments, environment_factory, max_failures=acting.max_env_failures,
             on_failure=self._environment_failed)
@@ -324,7 +311,7 @@ class EvaluatorNode:
         networks = builder.make_networks(spec=spec)
         policy = builder.make_policy(networks=networks, spec=spec, evaluation=True,
                                      seed=run.seed + 12345)
-        self._actor = builder.make_actor(policy=policy, networks=networks, adders=None,
+        self._actor = builder.make_actor(policy=policy, networks=networks, adder=None,
                                          variable_source=variable_source)
         seed = run.seed
         self._env = BatchedEnvironment.from_factory(

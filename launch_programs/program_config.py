@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from agentkit.acting import ActingLayout
 from agentkit.config import require, require_finite_floats
 
 
@@ -33,12 +34,7 @@ class ProgramConfig:
 
     def __post_init__(self):
         require_finite_floats(self)
-        require(self.num_actors >= 1, "num_actors", ">= 1", self.num_actors)
-        require(self.num_envs_per_actor >= 1, "num_envs_per_actor", ">= 1",
-                self.num_envs_per_actor)
-        require(self.env_groups >= 1 and self.num_envs_per_actor % self.env_groups == 0,
-                "env_groups", f"a divisor of num_envs_per_actor ({self.num_envs_per_actor})",
-                self.env_groups)
+        self.layout  # Checks num_actors, num_envs_per_actor and env_groups.
         require(self.max_env_failures >= 0, "max_env_failures", ">= 0", self.max_env_failures)
         require(self.max_actor_steps >= 1, "max_actor_steps", ">= 1", self.max_actor_steps)
         require(self.eval_every >= 1, "eval_every", ">= 1", self.eval_every)
@@ -53,3 +49,9 @@ class ProgramConfig:
                 self.inference_batch_size)
         require(self.inference_deadline_ms >= 0, "inference_deadline_ms", ">= 0",
                 self.inference_deadline_ms)
+
+    @property
+    def layout(self) -> ActingLayout:
+        """The acting layout these flags give: what the builder is made with."""
+        return ActingLayout(num_actors=self.num_actors, num_envs_per_actor=self.num_envs_per_actor,
+                            env_groups=self.env_groups)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import inspect
 import os
 import signal
 import sys
@@ -334,12 +335,16 @@ def prepare(run: RunSpec):
         raise UsageError(str(e)) from None
     spec = make_environment_spec(environment)
     environment.close()
-    builder = run.builder_class(run.agent_config)
     program = run.program_config
     try:
-        builder.configure_acting(num_actors=program.num_actors,
-                                 num_envs_per_actor=program.num_envs_per_actor,
-                                 env_groups=program.env_groups)
+        inspect.signature(run.builder_class).bind(run.agent_config, layout=program.layout)
+    except TypeError:
+        raise UsageError(f"--agent={run.agent}: its builder's constructor must take "
+                         f"(config, layout=None), layout being the acting layout "
+                         f"(agentkit.acting.ActingLayout); {run.builder_class.__name__} takes "
+                         f"{inspect.signature(run.builder_class)}") from None
+    try:
+        builder = run.builder_class(run.agent_config, layout=program.layout)
     except ConfigError as e:
         raise UsageError(str(e)) from None  # It names the flag (and the agent).
     try:

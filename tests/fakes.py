@@ -291,3 +291,16 @@ def sample_iterator(samples: list):
     for sample in samples[1:]:
         dataset = dataset.concatenate(tf.data.Dataset.from_tensors(sample))
     return iter(dataset)
+
+
+def as_rollouts(batch: dict) -> dict:
+    """A batch of unrolls [B, T+1] in the rollout layout a feed-forward IMPALA or APPO
+    learner takes (`components.adders.BatchedRolloutAdder`'s): observations [T+1, B], the
+    rest [T, B] (no action follows the last observation)."""
+    def time_major(x, keep_last):
+        x = np.swapaxes(np.asarray(x), 0, 1)
+        return x if keep_last else x[:-1]
+
+    return {key: ({e: time_major(x, False) for e, x in value.items()} if key == "extras"
+                  else time_major(value, key == "observation"))
+            for key, value in batch.items()}

@@ -7,13 +7,13 @@ builder adds D4PG's networks, policies, actors and learner.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import reverb
 
 from agentkit import core
-from agentkit.adders import Adder, BatchedAdder
+from agentkit.adders import BatchedAdder
 from agentkit.builders import Networks
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
@@ -49,11 +49,11 @@ class D4PGBuilder(NStepTransitionReplay):
         return GaussianNoisePolicy(networks["policy"], spec, sigma, seed)
 
     def make_actor(self, *, policy: GaussianNoisePolicy, networks: Networks,
-                   adders: Sequence[Adder] | BatchedAdder | None,
+                   adder: BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
         client = make_variable_client(variable_source, {"policy": networks["policy"].variables},
                                       self.config.variable_update_period)
-        return BatchedFeedForwardActor(policy, adders, client)
+        return BatchedFeedForwardActor(policy, adder, client)
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,

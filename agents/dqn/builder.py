@@ -7,13 +7,13 @@ builder adds DQN's networks, policies, actors and learner.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import reverb
 
 from agentkit import core
-from agentkit.adders import Adder, BatchedAdder
+from agentkit.adders import BatchedAdder
 from agentkit.builders import Networks
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
@@ -87,16 +87,16 @@ class DQNBuilder(NStepTransitionReplay):
         )
 
     def make_actor(self, *, policy: EpsilonGreedyPolicy, networks: Networks,
-                   adders: Sequence[Adder] | BatchedAdder | None,
+                   adder: BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
-        """A batched actor (one adder per environment, or one batched adder)."""
+        """A batched actor; with Ape-X priorities, it gives its items their priorities."""
         client = make_variable_client(variable_source, {"q": networks["q"].variables},
                                       self.config.variable_update_period)
         priority_fn = None
-        if adders is not None and self._defer_items:
+        if adder is not None and self._defer_items:
             priority_fn = TDPriority(networks["q"], policy.spec, policy)
         fused = priority_fn.with_actions if priority_fn is not None else None
-        return BatchedFeedForwardActor(policy, adders, client, priority_fn,
+        return BatchedFeedForwardActor(policy, adder, client, priority_fn,
                                        fused_priority_policy=fused)
 
     def _make_q_network(self, spec: EnvironmentSpec):

@@ -12,14 +12,15 @@ launch_programs calls these methods inside whichever node needs each part.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import reverb
 import tensorflow as tf
 
 from agentkit import core
-from agentkit.adders import Adder, BatchedAdder
+from agentkit.acting import ActingLayout
+from agentkit.adders import BatchedAdder
 from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
@@ -35,6 +36,7 @@ from components.actors import (
 )
 from components.adders import (
     BatchedRolloutAdder,
+    PerEnvironmentAdders,
     UnrollAdder,
     rollout_signature,
     unroll_signature,
@@ -53,11 +55,12 @@ class IMPALABuilder(ActorLearnerBuilder):
     learner_class = IMPALALearner  # A subclass changes the loss (APPO).
     table_name = "unroll_queue"
 
-    def __init__(self, config: IMPALAConfig):
-        super().__init__(config)
-        # Environments per rollout item, once configure_acting told the layout and the
-        # policy is feed-forward; None: one unroll per item (parts built by hand, or an LSTM).
-        self.rollout_envs: int | None = None
+    def __init__(self, config: IMPALAConfig, layout: ActingLayout | None = None):
+        super().__init__(config, layout)
+        # A feed-forward policy's item is a rollout of one group of environments; an LSTM's
+        # is one environment's unroll (None), restarted from its stored core state.
+        self.rollout_envs: int | None = (None if config.lstm_size
+                                         else self.layout.envs_per_group)
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
@@ -80,12 +83,6 @@ class IMPALABuilder(ActorLearnerBuilder):
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
         return family_program_preset(cls.program_presets, env)
-
-    def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
-                         env_groups: int) -> None:
-        del num_actors
-        if not self.config.lstm_size:  # Each group of environments writes its own rollouts.
-            self.rollout_envs = num_envs_per_actor // env_groups
 
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
         """Behaviour logits and the weights' version; with an LSTM, also the core state each
@@ -126,20 +123,20 @@ class IMPALABuilder(ActorLearnerBuilder):
             self.config.batch_size, should_stop or (lambda: False),
             columns=bool(self.rollout_envs))
 
-    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
-                           num_envs: int) -> BatchedAdder | None:
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                   num_envs: int) -> BatchedAdder:
+        """A rollout adder of the group's environments, or with an LSTM one unroll adder per
+        environment."""
         if not self.rollout_envs:
-            return None
+            return PerEnvironmentAdders([
+                UnrollAdder(replay_client, self.table_name, self.config.unroll_length,
+                            self._extras_spec(spec)) for _ in range(num_envs)])
         if num_envs != self.rollout_envs:
-            raise ValueError(f"an adder of {num_envs} environments, but configure_acting said "
-                             f"{self.rollout_envs} per group")
+            raise ValueError(f"an adder of {num_envs} environments, but the builder's layout "
+                             f"has {self.rollout_envs} a group")
         return BatchedRolloutAdder(replay_client, self.table_name, num_envs,
                                    self.config.unroll_length, self._extras_spec(spec),
                                    max_in_flight_items=1)
-
-    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
-        return UnrollAdder(replay_client, self.table_name, self.config.unroll_length,
-                           self._extras_spec(spec))
 
     def make_policy(
         self,
@@ -161,7 +158,7 @@ class IMPALABuilder(ActorLearnerBuilder):
         *,
         policy: SamplingPolicy,
         networks: Networks,
-        adders: Sequence[Adder] | BatchedAdder | None,
+        adder: BatchedAdder | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
         variables = {"policy": networks["policy"].variables}
@@ -170,8 +167,8 @@ class IMPALABuilder(ActorLearnerBuilder):
         client = make_variable_client(variable_source, variables,
                                       self.config.variable_update_period)
         if self.config.lstm_size:
-            return BatchedRecurrentActor(policy, networks["policy"].initial_state, adders, client)
-        return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
+            return BatchedRecurrentActor(policy, networks["policy"].initial_state, adder, client)
+        return BatchedFeedForwardActor(policy, adder, client, policy_has_extras=True)
 
     def make_learner(
         self,

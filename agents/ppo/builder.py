@@ -1,20 +1,21 @@
 """PPO's builder (and A2C's): rounds of rollouts through a queue, actors that wait for each
 round's weights, a learner of several SGD steps per round.
 
-The builder knows nothing of launchers. `configure_acting` tells it the
-program's layout: the learner takes one rollout per actor each round, and the
+The builder knows nothing of launchers. The acting layout it is made with
+decides its parts: the learner takes one rollout per actor each round, and the
 queue's items hold `num_envs_per_actor` environments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import reverb
 
 from agentkit import core
-from agentkit.adders import Adder, BatchedAdder
+from agentkit.acting import ActingLayout
+from agentkit.adders import BatchedAdder
 from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.config import ConfigError
 from agentkit.counting import Counter
@@ -42,12 +43,19 @@ class PPOBuilder(ActorLearnerBuilder):
         return ("PPO's actors wait for the learner's new weights before each rollout (zero "
                 "policy lag); an inference node shared by all actors has no such rounds")
 
-    def __init__(self, config: PPOConfig):
-        super().__init__(config)
-        # The layout the program acts in (configure_acting); one actor of one environment
-        # until told, as when a test builds the parts by hand.
-        self.num_actors = 1
-        self.num_envs = 1
+    def __init__(self, config: PPOConfig, layout: ActingLayout | None = None):
+        super().__init__(config, layout)
+        layout = self.layout
+        name = type(config).__name__.removesuffix("Config")
+        if layout.env_groups != 1:
+            raise ConfigError(f"--env_groups: must be 1 with {name}, whose actors wait for the "
+                              f"learner after every round (alternating groups would wait on "
+                              f"each other), got {layout.env_groups}")
+        steps = config.rollout_length * layout.num_envs
+        if config.num_minibatches > steps:
+            raise ConfigError(f"--num_minibatches: must be at most the {steps} steps of a round "
+                              f"(rollout_length x num_envs_per_actor x num_actors), got "
+                              f"{config.num_minibatches}")
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
@@ -70,22 +78,8 @@ class PPOBuilder(ActorLearnerBuilder):
     def program_preset(cls, env: str) -> dict[str, Any]:
         return family_program_preset(cls.program_presets, env)
 
-    def configure_acting(self, *, num_actors: int, num_envs_per_actor: int,
-                         env_groups: int) -> None:
-        name = type(self.config).__name__.removesuffix("Config")
-        if env_groups != 1:
-            raise ConfigError(f"--env_groups: must be 1 with {name}, whose actors wait for the "
-                              f"learner after every round (alternating groups would wait on "
-                              f"each other), got {env_groups}")
-        steps = self.config.rollout_length * num_envs_per_actor * num_actors
-        if self.config.num_minibatches > steps:
-            raise ConfigError(f"--num_minibatches: must be at most the {steps} steps of a round "
-                              f"(rollout_length x num_envs_per_actor x num_actors), got "
-                              f"{self.config.num_minibatches}")
-        self.num_actors, self.num_envs = num_actors, num_envs_per_actor
-
     def signature(self, spec: EnvironmentSpec) -> dict:
-        return rollout_signature(spec, self.config.rollout_length, self.num_envs,
+        return rollout_signature(spec, self.config.rollout_length, self.layout.num_envs_per_actor,
                                  SamplingPolicy.extras_spec(spec))
 
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
@@ -98,8 +92,8 @@ class PPOBuilder(ActorLearnerBuilder):
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         # A round puts at most one rollout per actor in the queue: twice that never blocks.
-        return [make_queue_table(self.table_name, self.signature(spec), 2 * self.num_actors + 2,
-                                 self.num_actors)]
+        actors = self.layout.num_actors
+        return [make_queue_table(self.table_name, self.signature(spec), 2 * actors + 2, actors)]
 
     def make_dataset_iterator(
         self, *, replay_address: str, should_stop: Callable[[], bool] | None = None
@@ -107,17 +101,14 @@ class PPOBuilder(ActorLearnerBuilder):
         """A round's rollouts, one per actor, each taken from the queue once."""
         return BatchingIterator(
             lambda: make_single_sample_iterator(replay_address, self.table_name),
-            self.num_actors, should_stop or (lambda: False))
+            self.layout.num_actors, should_stop or (lambda: False))
 
-    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec) -> Adder:
-        raise NotImplementedError("PPO writes each actor's environments as one rollout: "
-                                  "make_batched_adder makes its adder")
-
-    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
-                           num_envs: int) -> BatchedAdder:
-        if num_envs != self.num_envs:
-            raise ValueError(f"an adder of {num_envs} environments, but configure_acting said "
-                             f"{self.num_envs} per actor")
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                   num_envs: int) -> BatchedAdder:
+        """One rollout of all the actor's environments a round."""
+        if num_envs != self.layout.num_envs_per_actor:
+            raise ValueError(f"an adder of {num_envs} environments, but the builder's layout "
+                             f"has {self.layout.num_envs_per_actor} per actor")
         return BatchedRolloutAdder(replay_client, self.table_name, num_envs,
                                    self.config.rollout_length, SamplingPolicy.extras_spec(spec))
 
@@ -129,14 +120,14 @@ class PPOBuilder(ActorLearnerBuilder):
         return SamplingPolicy(networks["policy"], spec, greedy=greedy, seed=seed)
 
     def make_actor(self, *, policy: SamplingPolicy, networks: Networks,
-                   adders: Sequence[Adder] | BatchedAdder | None,
+                   adder: BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
         variables = {"policy": networks["policy"].variables, "policy_version": [policy.version]}
-        if adders is None or variable_source is None:  # The evaluator: fetches when it starts.
+        if adder is None or variable_source is None:  # The evaluator: fetches when it starts.
             client = make_variable_client(variable_source, variables)
         else:  # Every step of a round acts with the weights of the round before.
             client = RoundVariableClient(variable_source, variables, self.config.rollout_length)
-        return BatchedFeedForwardActor(policy, adders, client, policy_has_extras=True)
+        return BatchedFeedForwardActor(policy, adder, client, policy_has_extras=True)
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[dict], replay_address: str | None,
@@ -145,7 +136,7 @@ class PPOBuilder(ActorLearnerBuilder):
         io = make_learner_io(iterator, replay_address, counter=counter, logger=logger)
         return PPOLearner(
             network=networks["policy"], io=io, signature=self.signature(spec),
-            rollouts_per_round=self.num_actors, discount=c.discount, gae_lambda=c.gae_lambda,
+            rollouts_per_round=self.layout.num_actors, discount=c.discount, gae_lambda=c.gae_lambda,
             learning_rate=c.learning_rate, learning_rate_final=c.learning_rate_final,
             learning_rate_decay_steps=c.learning_rate_decay_steps, kl_target=c.kl_target,
             optimizer=c.optimizer,

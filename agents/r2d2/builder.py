@@ -6,14 +6,14 @@ launch_programs calls these methods inside whichever node needs each part.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import reverb
 import tensorflow as tf
 
 from agentkit import core
-from agentkit.adders import Adder
+from agentkit.adders import BatchedAdder
 from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.counting import Counter
 from agentkit.loggers import Logger
@@ -22,7 +22,7 @@ from agents.r2d2.config import R2D2Config
 from agents.r2d2.learning import R2D2Learner
 from agents.r2d2.networks import copy_network, make_networks
 from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
-from components.adders import SequenceAdder, sequence_signature
+from components.adders import PerEnvironmentAdders, SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
 from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io
@@ -76,12 +76,15 @@ class R2D2Builder(ActorLearnerBuilder):
         return make_batch_iterator(replay_address, self.table_name, self.config.batch_size,
                                    self.config.prefetch_size, should_stop)
 
-    def make_adder(self, *, replay_client: reverb.Client,
-                   spec: EnvironmentSpec | None = None) -> Adder:
-        del spec  # The signature is the table's; the adder needs only the extras.
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                   num_envs: int) -> BatchedAdder:
+        """One sequence adder per environment (a sequence stays within its episode)."""
+        del spec  # The signature is the table's; the adders need only the extras.
         c = self.config
-        return SequenceAdder(replay_client, self.table_name, c.sequence_length, c.period,
-                             self._extras_spec(), max_in_flight_items=c.max_in_flight_items)
+        return PerEnvironmentAdders([
+            SequenceAdder(replay_client, self.table_name, c.sequence_length, c.period,
+                          self._extras_spec(), max_in_flight_items=c.max_in_flight_items)
+            for _ in range(num_envs)])
 
     def make_policy(
         self,
@@ -103,12 +106,12 @@ class R2D2Builder(ActorLearnerBuilder):
         *,
         policy: RecurrentEpsilonGreedyPolicy,
         networks: Networks,
-        adders: Sequence[Adder] | None,
+        adder: BatchedAdder | None,
         variable_source: core.VariableSource | None,
     ) -> core.Actor:
         client = make_variable_client(variable_source, {"q": networks["q"].variables},
                                       self.config.variable_update_period)
-        return BatchedRecurrentActor(policy, networks["q"].initial_state, adders, client)
+        return BatchedRecurrentActor(policy, networks["q"].initial_state, adder, client)
 
     def make_learner(
         self,

@@ -2,40 +2,40 @@
 
 The policy maps (observations, states) to (actions, extras dict, new states). The
 actor keeps each environment's core state, resets it to the initial state
-when that environment starts an episode, and hands each adder the state the
-step began with (`extras["core_state"]`), so a learner can replay an unroll
-from exactly where the actor was.
+when that environment starts an episode, and hands the adder the states the
+step began with (`extras["core_state"]`, one row per environment), so a
+learner can replay an unroll from exactly where the actor was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import dm_env
 import numpy as np
 import tree
 
-from components.actors.feed_forward import BatchedActorBase, slot_timestep
-from components.adders.base import Adder
+from components.actors.feed_forward import BatchedActorBase
+from components.adders.base import BatchedAdder
 from components.variable_client import VariableClient
 
 RecurrentPolicy = Callable[[Any, Any], tuple]  # (obs, state) -> (actions, extras, state)
 
 
 class BatchedRecurrentActor(BatchedActorBase):
-    """Acts in K environments with a recurrent policy; extras go to each environment's adder."""
+    """Acts in K environments with a recurrent policy; the extras go to the adder, batched."""
 
     def __init__(
         self,
         policy: RecurrentPolicy,
         initial_state: Callable[[int], Any],
-        adders: Sequence[Adder] | None = None,
+        adder: BatchedAdder | None = None,
         variable_client: VariableClient | None = None,
     ):
         self._policy = policy
         self._initial_state = initial_state
-        self._adders = list(adders or [])
+        self._adder = self._checked(adder)
         self._client = variable_client
         self._state = None  # Made at the first step, for that many environments.
         self._step_state = None  # The state the last selected actions started from.
@@ -62,18 +62,13 @@ class BatchedRecurrentActor(BatchedActorBase):
 
     def observe_first(self, timestep: dm_env.TimeStep) -> None:
         self._state = None  # Every environment starts from the initial state.
-        for i, adder in enumerate(self._adders):
-            adder.add_first(slot_timestep(timestep, i))
+        if self._adder is not None:
+            self._adder.add_first(timestep)
 
     def observe(self, action: Any, next_timestep: dm_env.TimeStep) -> None:
         first = np.asarray(next_timestep.step_type) == dm_env.StepType.FIRST
-        for i, adder in enumerate(self._adders):
-            timestep = slot_timestep(next_timestep, i)
-            if timestep.first():
-                adder.add_first(timestep)
-            else:
-                extras = dict(tree.map_structure(lambda x, i=i: x[i], self._extras))
-                extras["core_state"] = tree.map_structure(lambda s, i=i: s[i], self._step_state)
-                adder.add(action[i], timestep, extras)
+        if self._adder is not None:
+            extras = dict(self._extras)
+            extras["core_state"] = self._step_state
+            self._adder.add(action, next_timestep, extras)
         self._reset_rows(first)
-

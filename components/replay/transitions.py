@@ -2,8 +2,8 @@
 
 A prioritized (or uniform) FIFO table of `Transition` items under a
 sample-to-insert rate limiter, batches from it through tf.data, and the
-per-environment and batched n-step adders that fill it. An agent's builder
-inherits these four methods and keeps only its networks, policy, actor and
+batched n-step adder that fills it. An agent's builder inherits these three
+methods and keeps only its networks, policy, actor and
 learner. The config must carry the replay fields (`require_replay_fields`)
 and `n_step`, `discount`, `max_in_flight_items`.
 """
@@ -20,7 +20,6 @@ from agentkit.specs import EnvironmentSpec
 from components.adders import (
     BatchedNStepTransitionAdder,
     FramesOnceNStepAdder,
-    NStepTransitionAdder,
     check_frame_stack_spec,
     frames_once_signature,
 )
@@ -29,8 +28,7 @@ from components.replay.tables import make_rate_limiter, make_replay_table, trans
 
 
 class NStepTransitionReplay(ActorLearnerBuilder):
-    """`make_replay_tables`, `make_dataset_iterator`, `make_adder`, `make_batched_adder`
-    for n-step transitions.
+    """`make_replay_tables`, `make_dataset_iterator` and `make_adder` for n-step transitions.
 
     Hooks: `_defer_items` (the actor computes the items' priorities itself,
     as DQN's Ape-X actors do), `_items_per_batch` (transitions per learner
@@ -82,21 +80,9 @@ class NStepTransitionReplay(ActorLearnerBuilder):
                                    transform=(unpack_frames_once(self.config.n_step)
                                               if self._frames_once else None))
 
-    def make_adder(self, *, replay_client: reverb.Client,
-                   spec: EnvironmentSpec) -> NStepTransitionAdder:
-        c = self.config
-        if self._frames_once:
-            raise ValueError("store_frames_once: only the batched adder (make_batched_adder) "
-                             "stores frames once")
-        return NStepTransitionAdder(replay_client, self.table_name, n_step=c.n_step,
-                                    discount=c.discount,
-                                    max_in_flight_items=c.max_in_flight_items,
-                                    defer_items=self._defer_items,
-                                    extras_spec=self.extras_spec(spec))
-
-    def make_batched_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
-                           num_envs: int) -> BatchedNStepTransitionAdder:
-        """The same items for K lock-stepped environments, at a fraction of the Python cost."""
+    def make_adder(self, *, replay_client: reverb.Client, spec: EnvironmentSpec,
+                   num_envs: int) -> BatchedNStepTransitionAdder:
+        """The n-step transitions of K lock-stepped environments, in one adder."""
         c = self.config
         if self._frames_once:
             check_frame_stack_spec(spec)

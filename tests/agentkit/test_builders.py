@@ -8,7 +8,9 @@ import threading
 
 import pytest
 
+from agentkit.acting import ActingLayout
 from agentkit.builders import ActorLearnerBuilder
+from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from launch_programs.agent_program import ProgramConfig, make_agent_program
@@ -43,13 +45,11 @@ def test_the_program_takes_only_builders():
 
 
 class RecordingBuilder(DQNBuilder):
-    """DQN's builder, recording every call the program makes; optionally without a batched
-    adder (the contract's default), so each environment gets an adder of its own."""
+    """DQN's builder, recording every call the program makes."""
 
-    def __init__(self, config, batched: bool):
-        super().__init__(config)
+    def __init__(self, config, layout):
+        super().__init__(config, layout)
         self.calls = collections.Counter()
-        self._batched = batched
         self._lock = threading.Lock()
 
     def _record(self, name, args):
@@ -61,38 +61,60 @@ class RecordingBuilder(DQNBuilder):
 def _recording(name):
     def method(self, *args, **kwargs):
         self._record(name, args)
-        if name == "make_batched_adder" and not self._batched:
-            return ActorLearnerBuilder.make_batched_adder(self, **kwargs)
         return getattr(DQNBuilder, name)(self, **kwargs)
     return method
 
 
-for _name in ("configure_acting", "make_networks", "make_replay_tables", "make_dataset_iterator",
-              "make_adder", "make_batched_adder", "make_policy", "make_actor", "make_learner"):
+for _name in ("make_networks", "make_replay_tables", "make_dataset_iterator",
+              "make_adder", "make_policy", "make_actor", "make_learner"):
     setattr(RecordingBuilder, _name, _recording(_name))
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_the_program_calls_each_part_by_keyword_where_the_contract_says(batched):
+def test_the_program_calls_each_part_by_keyword_where_the_contract_says():
     config = DQNConfig(hidden_sizes=(8,), head_hidden_size=0, batch_size=8, min_replay_size=16,
                        samples_per_insert=1.0)
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=4, env_groups=2,
                                    max_actor_steps=300, eval_every=10_000, eval_episodes=2,
                                    print_every_s=0)
-    builder = RecordingBuilder(config, batched)
+    builder = RecordingBuilder(config, program_config.layout)
     spec = make_environment_spec(fakes.match_the_sign(0, False))
     result = launch_threads(make_agent_program(builder, fakes.match_the_sign, spec,
                                                program_config))
     assert result.status == "completed", result.error and result.error.formatted
     calls = builder.calls
-    assert calls["configure_acting"] == 1  # Once, as the graph is made: before any node.
     assert calls["make_replay_tables"] == 1
     assert calls["make_dataset_iterator"] == 1 and calls["make_learner"] == 1
     assert calls["make_networks"] == 1 + 2 + 1  # Learner, two actors, evaluator.
     assert calls["make_policy"] == 2 + 1
     assert calls["make_actor"] == 2 * 2 + 1  # Two groups per actor; the evaluator's.
-    assert calls["make_batched_adder"] == 2 * 2  # Asked once per group...
-    # ... and without one, every environment gets its own adder.
-    assert calls["make_adder"] == (0 if batched else 2 * 4)
+    assert calls["make_adder"] == 2 * 2  # One per group of environments.
     info = result.objects["replay"].info()[DQNBuilder.table_name]
     assert info["num_inserts"] == result.objects["counter"].get_counts()["actor_steps"]
+
+
+def test_a_builder_keeps_the_layout_it_was_made_with_and_the_program_checks_it():
+    layout = ActingLayout(num_actors=2, num_envs_per_actor=4, env_groups=2)
+    builder = DQNBuilder(DQNConfig(), layout)
+    assert builder.layout == layout and builder.layout.envs_per_group == 2
+    assert DQNBuilder(DQNConfig()).layout == ActingLayout(1, 1, 1)  # Parts made by hand.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        builder.layout.num_actors = 3
+    spec = make_environment_spec(fakes.match_the_sign(0, False))
+    other = ProgramConfig(num_actors=2, num_envs_per_actor=4, env_groups=1)
+    with pytest.raises(ValueError, match="make the builder with layout=config.layout"):
+        make_agent_program(builder, fakes.match_the_sign, spec, other)
+
+
+@pytest.mark.parametrize("fields, flag", [
+    (dict(num_actors=0), "--num_actors"), (dict(num_envs_per_actor=0), "--num_envs_per_actor"),
+    (dict(num_envs_per_actor=4, env_groups=3), "--env_groups"),
+    (dict(num_envs_per_actor=2.0), "--num_envs_per_actor")])
+def test_a_layout_out_of_range_names_its_flag(fields, flag):
+    with pytest.raises(ConfigError, match=f"^{flag}: must be"):
+        ActingLayout(**fields)
+
+
+def test_the_program_configs_layout_is_its_three_flags():
+    config = ProgramConfig(num_actors=3, num_envs_per_actor=6, env_groups=2)
+    assert config.layout == ActingLayout(num_actors=3, num_envs_per_actor=6, env_groups=2)
+    assert (config.layout.envs_per_group, config.layout.num_envs) == (3, 18)

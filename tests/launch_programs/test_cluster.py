@@ -45,7 +45,8 @@ def _program(logdir, max_actor_steps=2000, **program_kwargs):
                                    max_actor_steps=max_actor_steps, eval_episodes=0,
                                    print_every_s=0, **program_kwargs)
     spec = make_environment_spec(fakes.match_the_sign())
-    return make_agent_program(DQNBuilder(CONFIG), fakes.match_the_sign, spec, program_config,
+    return make_agent_program(DQNBuilder(CONFIG, program_config.layout), fakes.match_the_sign,
+                              spec, program_config,
                               str(logdir))
 
 

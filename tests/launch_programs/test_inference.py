@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tree
 
+from agentkit.acting import ActingLayout
 from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
@@ -23,6 +24,7 @@ from launch_programs.inference import InferenceNode, RemotePolicy
 from launch_programs.threads import ThreadsLauncher
 from tests import fakes
 
+LAYOUT = ActingLayout(num_actors=2, num_envs_per_actor=4)  # Every program here acts so.
 NEVER = 10**6  # A minimum replay size no test reaches: the weights stay the initial ones.
 DQN = DQNConfig(hidden_sizes=(16,), head_hidden_size=16, min_replay_size=NEVER,
                 max_replay_size=NEVER, epsilon_init=0.0, epsilon_final=0.0,
@@ -33,11 +35,12 @@ R2D2 = R2D2Config(sequence_length=8, period=4, burn_in=0, hidden_sizes=(16,), ls
 
 
 def _recording(builder_class):
-    """The builder with every adder recording what it is given, one stream per adder."""
+    """The builder with every adder recording what it is given, one stream per adder (per
+    environment, inside a PerEnvironmentAdders)."""
 
     class Recording(builder_class):
         def __init__(self, config):
-            super().__init__(config)
+            super().__init__(config, LAYOUT)
             self.streams: list[list] = []
 
         def _record(self, adder):
@@ -60,10 +63,10 @@ def _recording(builder_class):
             return adder
 
         def make_adder(self, **kwargs):
-            return self._record(super().make_adder(**kwargs))
-
-        def make_batched_adder(self, **kwargs):
-            return self._record(super().make_batched_adder(**kwargs))
+            adder = super().make_adder(**kwargs)
+            for inner in getattr(adder, "adders", [adder]):
+                self._record(inner)
+            return adder
 
     return Recording
 
@@ -71,7 +74,8 @@ def _recording(builder_class):
 def _run(builder, inference: str, steps: int = 400, deadline_ms: float = 50.0,
          environment=fakes.match_the_sign):
     spec = make_environment_spec(environment())
-    config = ProgramConfig(num_actors=2, num_envs_per_actor=4, max_actor_steps=steps,
+    config = ProgramConfig(num_actors=LAYOUT.num_actors,
+                           num_envs_per_actor=LAYOUT.num_envs_per_actor, max_actor_steps=steps,
                            eval_episodes=0, print_every_s=0, inference=inference,
                            inference_deadline_ms=deadline_ms)
     program = make_agent_program(builder, environment, spec, config)
@@ -165,8 +169,8 @@ class _Weights:
 
 
 @pytest.mark.parametrize("builder, words", [
-    (DQNBuilder(DQNConfig()), "--inference=central: actors give new items their |TD|"),
-    (PPOBuilder(PPOConfig()), "--inference=central: PPO's actors wait for the learner"),
+    (DQNBuilder(DQNConfig(), LAYOUT), "--inference=central: actors give new items their |TD|"),
+    (PPOBuilder(PPOConfig(), LAYOUT), "--inference=central: PPO's actors wait for the learner"),
 ])
 def test_an_agent_that_cannot_act_centrally_fails_in_one_line(builder, words):
     spec = make_environment_spec(fakes.match_the_sign())
@@ -287,7 +291,7 @@ def test_the_other_agents_act_through_the_inference_node(agent, fields, environm
     from launch_programs.registry import get_agent
 
     builder_class = get_agent(agent)
-    builder = builder_class(builder_class.config_class(**fields))
+    builder = builder_class(builder_class.config_class(**fields), LAYOUT)
     result = _run(builder, "central", steps=300, deadline_ms=5.0, environment=environment)
     stats = result.objects["inference"].stats()
     assert result.objects["counter"].get_counts()["actor_steps"] >= 300

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentkit.acting import ActingLayout
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from launch_programs.nodes import LearnerNode, RunContext, make_replay
@@ -37,7 +38,8 @@ def _actor_epsilon(prior_actor_steps: int) -> float:
 
     spec = make_environment_spec(fakes.discrete_environment(2, (4,)))
     builder = DQNBuilder(DQNConfig(hidden_sizes=(8,), head_hidden_size=0, epsilon_init=1.0,
-                                   epsilon_final=0.1, epsilon_decay_steps=1000))
+                                   epsilon_final=0.1, epsilon_decay_steps=1000),
+                         ActingLayout(num_actors=2, num_envs_per_actor=2))
     replay = make_replay(builder=builder, spec=spec)
     counter = Counter()
     if prior_actor_steps:  # The counts a resumed run's counter starts from.
@@ -49,7 +51,7 @@ def _actor_epsilon(prior_actor_steps: int) -> float:
         node = ActorNode(builder=builder, environment_factory=make_env,
                          spec=spec, actor_id=0, replay=replay, variable_source=None,
                          counter=counter, run=RunContext(),
-                         acting=ActingConfig(num_actors=2, num_envs=2))
+                         acting=ActingConfig())
         return node._actors[0]._policy.epsilon()
     finally:
         replay.stop()

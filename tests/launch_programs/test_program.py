@@ -64,8 +64,9 @@ def test_the_agent_program_stops_actors_then_learner_and_evaluator_then_counter_
     from tests import fakes
 
     spec = make_environment_spec(fakes.match_the_sign())
-    program = make_agent_program(DQNBuilder(DQNConfig()), fakes.match_the_sign, spec,
-                                 ProgramConfig(num_actors=2, eval_episodes=1))
+    config = ProgramConfig(num_actors=2, eval_episodes=1)
+    program = make_agent_program(DQNBuilder(DQNConfig(), config.layout), fakes.match_the_sign,
+                                 spec, config)
     running = {"learner", "actor_0", "actor_1", "evaluator"}
     assert program.shutdown_stages(program.nodes, running) == [
         Stage(("actor_0", "actor_1"), True),

@@ -71,8 +71,8 @@ def _launcher(tmp_path, max_actor_steps, **program_kwargs):
                                    max_actor_steps=max_actor_steps, eval_episodes=0,
                                    print_every_s=0, **program_kwargs)
     spec = make_environment_spec(fakes.match_the_sign())
-    program = make_agent_program(DQNBuilder(CONFIG), fakes.match_the_sign, spec,
-                                 program_config, str(tmp_path))
+    program = make_agent_program(DQNBuilder(CONFIG, program_config.layout), fakes.match_the_sign,
+                                 spec, program_config, str(tmp_path))
     return RayLauncher(program, RayConfig(cpus_per_actor=0.5, learner_cpus=0.5))
 
 
@@ -343,8 +343,8 @@ def test_central_inference_under_ray_moves_every_step_and_batches(tmp_path):
                                    eval_episodes=0, print_every_s=0, inference="central",
                                    inference_deadline_ms=20.0)
     spec = make_environment_spec(fakes.match_the_sign())
-    program = make_agent_program(DQNBuilder(config), fakes.match_the_sign, spec,
-                                 program_config, str(tmp_path))
+    program = make_agent_program(DQNBuilder(config, program_config.layout), fakes.match_the_sign,
+                                 spec, program_config, str(tmp_path))
     launcher = RayLauncher(program, RayConfig(cpus_per_actor=0.5, learner_cpus=0.5))
     try:
         result = launcher.launch()
@@ -373,6 +373,7 @@ def test_nodes_that_others_wait_for_are_built_before_the_rest():
         ["store", "worker_0", "worker_1"], ["clock", "trainer", "judge"]]
     spec = make_environment_spec(fakes.match_the_sign())
     config = ProgramConfig(num_actors=2, eval_episodes=2)
-    program = make_agent_program(DQNBuilder(CONFIG), fakes.match_the_sign, spec, config)
+    program = make_agent_program(DQNBuilder(CONFIG, config.layout), fakes.match_the_sign, spec,
+                                 config)
     assert RayLauncher(program)._waves() == [
         ["replay", "counter", "learner", "actor_0", "actor_1"], ["evaluator"]]

@@ -390,3 +390,21 @@ def test_a_full_disk_stops_the_run_within_seconds_and_a_resume_works_once_freed(
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     assert f"resuming from {logdir}" in resumed.stdout
     assert "[learner] restored from" in resumed.stdout
+
+
+def test_a_builder_whose_constructor_takes_no_layout_fails_in_one_line(tmp_path, monkeypatch,
+                                                                      capsys):
+    """The acting layout goes to the builder's constructor: an agent written against the older
+    contract, `__init__(self, config)`, is told so before anything starts."""
+    (tmp_path / "old_contract.py").write_text(
+        "from agents.dqn import DQNBuilder\n\n"
+        "class Builder(DQNBuilder):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__(config)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert run.main(["--agent=old_contract:Builder", f"--logdir={tmp_path}/run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --agent=old_contract:Builder: its builder's constructor must "
+                          "take (config, layout=None)") and "\n" not in err
+    assert "takes (config)" in err
+    assert not (tmp_path / "run").exists()

@@ -30,7 +30,8 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
                                    print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign(0, False))
     logdir = str(tmp_path)
-    program = make_agent_program(DQNBuilder(config), fakes.match_the_sign, spec, program_config, logdir)
+    program = make_agent_program(DQNBuilder(config, program_config.layout), fakes.match_the_sign,
+                                 spec, program_config, logdir)
     result = launch_threads(program)
     assert result.status == "completed", result.error and result.error.formatted
     counts = result.objects["counter"].get_counts()
@@ -70,7 +71,7 @@ def test_dqn_acts_and_learns_on_atari_frames(tmp_path, frames_once):
         return fakes.fake_atari(episode_length=20, seed=seed)
 
     spec = make_environment_spec(factory(0, False))
-    result = launch_threads(make_agent_program(DQNBuilder(config), factory, spec,
+    result = launch_threads(make_agent_program(DQNBuilder(config, program_config.layout), factory, spec,
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     counts = result.objects["counter"].get_counts()
@@ -91,7 +92,8 @@ def test_a_failing_node_stops_the_program_with_its_error(tmp_path):
     program_config = ProgramConfig(num_actors=2, max_actor_steps=100_000, eval_episodes=0,
                                    print_every_s=0)
     spec = make_environment_spec(broken(0, True))
-    result = launch_threads(make_agent_program(DQNBuilder(config), broken, spec, program_config),
+    result = launch_threads(make_agent_program(DQNBuilder(config, program_config.layout), broken,
+                                               spec, program_config),
                             join_timeout_s=20)
     assert result.status == "failed"
     assert "simulator crashed" in str(result.error)
@@ -125,7 +127,8 @@ def test_crashing_simulators_are_reset_counted_and_lose_no_transition(tmp_path, 
         return env
 
     result = launch_threads(make_agent_program(
-        DQNBuilder(_small_dqn()), flaky, spec, program_config, str(tmp_path)))
+        DQNBuilder(_small_dqn(), program_config.layout), flaky, spec, program_config,
+        str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     counts = result.objects["counter"].get_counts()
     # Every crash counted: how far each simulator got depends on how the threads were
@@ -143,7 +146,8 @@ def test_too_many_simulator_failures_stop_the_program_with_the_error(tmp_path):
                                    eval_episodes=0, print_every_s=0, max_env_failures=1)
     spec = make_environment_spec(fakes.match_the_sign())
     result = launch_threads(make_agent_program(
-        DQNBuilder(_small_dqn()), fakes.flaky_match_the_sign, spec, program_config, str(tmp_path)))
+        DQNBuilder(_small_dqn(), program_config.layout), fakes.flaky_match_the_sign, spec,
+        program_config, str(tmp_path)))
     assert result.status == "failed"
     assert result.error.node == "actor_0"
     assert "EnvironmentFailure" in str(result.error) and "limit 1" in str(result.error)
@@ -159,7 +163,8 @@ def test_dqn_acts_on_ale_vector_environments_in_alternating_groups(tmp_path):
                                    max_actor_steps=400, eval_episodes=0, print_every_s=0)
     spec = make_environment_spec(make_environment("atari:Pong", seed=0))
     program = make_agent_program(
-        DQNBuilder(config), lambda seed, evaluation: make_environment("atari:Pong", seed=seed),
+        DQNBuilder(config, program_config.layout),
+        lambda seed, evaluation: make_environment("atari:Pong", seed=seed),
         spec, program_config, str(tmp_path),
         batched_environment_factory=lambda seeds, evaluation: make_vector_environment(
             "atari:Pong", seeds, evaluation))

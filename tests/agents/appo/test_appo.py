@@ -47,7 +47,7 @@ def test_the_policy_term_is_the_clipped_surrogate_of_normalised_vtrace_advantage
                                    replay_address=None)
     assert isinstance(learner, APPOLearner)
     batch = _batch(networks["policy"], seed=0)
-    out = learner.loss(tf.nest.map_structure(tf.constant, batch))
+    out = learner.loss(tf.nest.map_structure(tf.constant, fakes.as_rollouts(batch)))
     # The same quantities by hand, time-major.
     data = {k: np.swapaxes(v, 0, 1) for k, v in batch.items() if k != "extras"}
     b_logits = np.swapaxes(batch["extras"]["logits"], 0, 1)
@@ -90,7 +90,8 @@ def test_num_epochs_makes_that_many_sgd_steps_on_each_batch_as_single_steps_woul
     networks = single.make_networks(spec=spec)
     once = single.make_learner(networks=networks, spec=spec, iterator=iter(()),
                                replay_address=None)
-    batch = tf.nest.map_structure(tf.constant, _batch(networks["policy"], seed=1))
+    batch = tf.nest.map_structure(tf.constant,
+                                  fakes.as_rollouts(_batch(networks["policy"], seed=1)))
     counter = Counter(prefix="learner")
     thrice = epochs.make_learner(networks=epochs.make_networks(spec=spec), spec=spec,
                                  iterator=iter([batch, batch]), replay_address=None,
@@ -118,7 +119,8 @@ def test_normalised_observations_move_once_a_batch_whatever_its_epochs():
     (normalizer,) = normalizers_of(networks["policy"])
     batch = _batch(networks["policy"], seed=2)
     learner = builder.make_learner(networks=networks, spec=spec,
-                                   iterator=iter([tf.nest.map_structure(tf.constant, batch)]),
+                                   iterator=iter([tf.nest.map_structure(
+                                       tf.constant, fakes.as_rollouts(batch))]),
                                    replay_address=None)
     learner.step()
     seen = batch["observation"].reshape(-1, 2)
@@ -136,7 +138,8 @@ def test_appo_learns_match_the_sign_through_threads(tmp_path):
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign())
     tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(APPOBuilder(config), fakes.match_the_sign, spec,
+    result = launch_threads(make_agent_program(APPOBuilder(config, program_config.layout),
+                                               fakes.match_the_sign, spec,
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     info = result.objects["replay"].info()[APPOBuilder.table_name]

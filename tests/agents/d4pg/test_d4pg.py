@@ -138,7 +138,8 @@ def test_d4pg_learns_match_the_value_through_threads(tmp_path):
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_value())
     tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(D4PGBuilder(config), fakes.match_the_value, spec,
+    result = launch_threads(make_agent_program(D4PGBuilder(config, program_config.layout),
+                                               fakes.match_the_value, spec,
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     # Random actions score about -6.7 per 10-step episode; the learned policy close to 0.

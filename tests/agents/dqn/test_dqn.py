@@ -15,6 +15,7 @@ from agentkit.environment_loop import BatchedEnvironmentLoop
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from agents.dqn.learning import huber
+from components.adders import NStepTransitionAdder, PerEnvironmentAdders
 from components.environments import BatchedEnvironment
 from tests import fakes
 
@@ -43,9 +44,9 @@ def _setup(reverb_server_factory, **overrides):
     server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     address = f"localhost:{server.port}"
     networks = builder.make_networks(spec=spec)
-    adders = [builder.make_adder(replay_client=client, spec=spec) for _ in range(2)]
+    adder = builder.make_adder(replay_client=client, spec=spec, num_envs=2)
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
-                               networks=networks, adders=adders, variable_source=None)
+                               networks=networks, adder=adder, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
     BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
     actor.close()
@@ -300,10 +301,13 @@ def test_the_batched_actor_acts_from_the_priority_call_with_one_call_per_step(
     _, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     networks = builder.make_networks(spec=spec)
     policy = builder.make_policy(networks=networks, spec=spec)
-    adders = (builder.make_batched_adder(replay_client=client, spec=spec,
-                                         num_envs=len(envs)) if batched_adder
-              else [builder.make_adder(replay_client=client, spec=spec) for _ in envs])
-    actor = builder.make_actor(policy=policy, networks=networks, adders=adders, variable_source=None)
+    if batched_adder:
+        adder = builder.make_adder(replay_client=client, spec=spec, num_envs=len(envs))
+    else:  # One deferring n-step adder per environment: PerEnvironmentAdders pools them.
+        adder = PerEnvironmentAdders([
+            NStepTransitionAdder(client, builder.table_name, n_step=2, discount=config.discount,
+                                 defer_items=True) for _ in envs])
+    actor = builder.make_actor(policy=policy, networks=networks, adder=adder, variable_source=None)
     calls = []
     compiled = policy._policy
     policy._policy = lambda o: (calls.append(1), compiled(o))[1]

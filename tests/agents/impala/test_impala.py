@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from agentkit.acting import ActingLayout
 from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
 from agents.impala import IMPALABuilder, IMPALAConfig
@@ -28,10 +29,18 @@ def test_bad_config_values_name_their_field(field, value):
 
 
 def _learner_and_batch(config, seed=0):
+    """A learner of batch-major unrolls [B, T+1] (the layout a recurrent policy's items have;
+    a feed-forward builder's learner takes rollouts) and such a batch of 3."""
+    from components.adders import unroll_signature
+    from components.learners import make_learner_io
+
     builder = IMPALABuilder(config)
     spec = make_environment_spec(fakes.match_the_sign())
     networks = builder.make_networks(spec=spec)
-    learner = builder.make_learner(networks=networks, spec=spec, iterator=iter(()), replay_address=None)
+    kwargs = builder._learner_kwargs(networks, spec)
+    kwargs.update(time_major=False, signature=unroll_signature(
+        spec, config.unroll_length, builder._extras_spec(spec)))
+    learner = builder.learner_class(io=make_learner_io(iter(()), None), **kwargs)
     rng = np.random.default_rng(seed)
     n, b = config.unroll_length + 1, 3
     observation = rng.uniform(-1, 1, (b, n, 2)).astype(np.float32)
@@ -100,7 +109,7 @@ def test_actors_record_the_version_of_the_weights_they_fetched():
 
     policy = builder.make_policy(networks=builder.make_networks(spec=spec), spec=spec)
     actor = builder.make_actor(policy=policy, networks=builder.make_networks(spec=spec),
-                               adders=None, variable_source=Source())
+                               adder=None, variable_source=Source())
     actor.update(wait=True)
     _, extras = policy(np.zeros((3, 2), np.float32))
     np.testing.assert_array_equal(extras["policy_version"], [42, 42, 42])
@@ -113,7 +122,7 @@ def test_impala_learns_match_the_sign_and_consumes_every_rollout_once(tmp_path):
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign())
     tf.random.set_seed(0)
-    builder = IMPALABuilder(config)
+    builder = IMPALABuilder(config, program_config.layout)
     program = make_agent_program(builder, fakes.match_the_sign, spec, program_config,
                                  str(tmp_path))
     assert builder.rollout_envs == 2  # Feed-forward: one rollout of 2 environments per item.
@@ -140,17 +149,6 @@ def test_impala_learns_match_the_sign_and_consumes_every_rollout_once(tmp_path):
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 9.0  # Random: 5.
 
 
-def _as_rollouts(batch):
-    """The rollout layout of a batch of unrolls: observations [T+1, B], the rest [T, B]."""
-    def time_major(x, keep_last):
-        x = np.swapaxes(x, 0, 1)
-        return x if keep_last else x[:-1]
-
-    return {key: ({e: time_major(x, False) for e, x in value.items()} if key == "extras"
-                  else time_major(value, key == "observation"))
-            for key, value in batch.items()}
-
-
 def test_rollout_batches_give_the_loss_of_the_same_unrolls():
     """The learner of rollout items (observations [T+1, B], the rest [T, B], the actor's
     layout across episode ends) computes what the unroll learner does on the same steps."""
@@ -160,8 +158,7 @@ def test_rollout_batches_give_the_loss_of_the_same_unrolls():
     batch["discount"][0, 1] = 0.0
     batch["reward"][0, 2] = 0.0  # ... whose reset step has no reward.
     batch["extras"]["policy_version"][:] = np.array([[0], [3], [1]])
-    builder = IMPALABuilder(config)
-    builder.configure_acting(num_actors=1, num_envs_per_actor=3, env_groups=1)
+    builder = IMPALABuilder(config, ActingLayout(num_actors=1, num_envs_per_actor=3))
     spec = make_environment_spec(fakes.match_the_sign())
     networks = builder.make_networks(spec=spec)
     for target, source in zip(networks["policy"].variables, unrolls._network.variables):
@@ -177,7 +174,7 @@ def test_rollout_batches_give_the_loss_of_the_same_unrolls():
     junk["action"][:, -1] = 1 - junk["action"][:, -1]  # No action follows o_T: never read.
     junk["reward"][:, -1] = 7.0
     expected = unrolls.loss(tf.nest.map_structure(tf.constant, junk))
-    got = rollouts.loss(tf.nest.map_structure(tf.constant, _as_rollouts(batch)))
+    got = rollouts.loss(tf.nest.map_structure(tf.constant, fakes.as_rollouts(batch)))
     assert set(got) == set(expected)
     for name in expected:
         np.testing.assert_allclose(float(got[name]), float(expected[name]), rtol=1e-5,
@@ -186,9 +183,12 @@ def test_rollout_batches_give_the_loss_of_the_same_unrolls():
 
 
 def test_feed_forward_actors_write_rollouts_and_recurrent_ones_unrolls(reverb_server_factory):
+    from components.adders import BatchedRolloutAdder, PerEnvironmentAdders, UnrollAdder
+
     spec = make_environment_spec(fakes.match_the_sign())
-    builder = IMPALABuilder(IMPALAConfig(unroll_length=4, batch_size=4, max_queue_size=16))
-    builder.configure_acting(num_actors=2, num_envs_per_actor=6, env_groups=2)
+    layout = ActingLayout(num_actors=2, num_envs_per_actor=6, env_groups=2)
+    builder = IMPALABuilder(IMPALAConfig(unroll_length=4, batch_size=4, max_queue_size=16),
+                            layout)
     assert builder.rollout_envs == 3  # Each of the 2 groups writes its own rollouts.
     table = builder.make_replay_tables(spec=spec)[0]
     # 16 unrolls waiting are 6 items of 3 (rounded up); a batch of 4 takes 2 items.
@@ -196,14 +196,15 @@ def test_feed_forward_actors_write_rollouts_and_recurrent_ones_unrolls(reverb_se
     assert builder.signature(spec)["observation"].shape == (5, 3, 2)
     assert builder.signature(spec)["action"].shape == (4, 3)
     server, client = reverb_server_factory([table])
-    adder = builder.make_batched_adder(replay_client=client, spec=spec, num_envs=3)
-    assert adder.num_envs == 3
-    with pytest.raises(ValueError, match="configure_acting said 3"):
-        builder.make_batched_adder(replay_client=client, spec=spec, num_envs=6)
-    recurrent = IMPALABuilder(IMPALAConfig(lstm_size=4, unroll_length=4))
-    recurrent.configure_acting(num_actors=2, num_envs_per_actor=6, env_groups=2)
+    adder = builder.make_adder(replay_client=client, spec=spec, num_envs=3)
+    assert isinstance(adder, BatchedRolloutAdder) and adder.num_envs == 3
+    with pytest.raises(ValueError, match="the builder's layout has 3 a group"):
+        builder.make_adder(replay_client=client, spec=spec, num_envs=6)
+    recurrent = IMPALABuilder(IMPALAConfig(lstm_size=4, unroll_length=4), layout)
     assert recurrent.rollout_envs is None
-    assert recurrent.make_batched_adder(replay_client=client, spec=spec, num_envs=3) is None
+    adder = recurrent.make_adder(replay_client=client, spec=spec, num_envs=3)
+    assert isinstance(adder, PerEnvironmentAdders)  # One unroll adder per environment.
+    assert [type(a) for a in adder.adders] == [UnrollAdder] * 3
     assert recurrent.signature(spec)["action"].shape == (5,)
 
 
@@ -243,9 +244,9 @@ def test_recurrent_unroll_replays_exactly_what_the_actor_computed(reverb_server_
     spec = make_environment_spec(fakes.match_the_sign())
     server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     networks = builder.make_networks(spec=spec)
-    adders = [builder.make_adder(replay_client=client, spec=spec) for _ in range(2)]
+    adder = builder.make_adder(replay_client=client, spec=spec, num_envs=2)
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
-                               networks=networks, adders=adders, variable_source=None)
+                               networks=networks, adder=adder, variable_source=None)
     env = BatchedEnvironment([fakes.match_the_sign(seed=1), fakes.match_the_sign(seed=2)])
     BatchedEnvironmentLoop(env, actor).run(num_steps=25)  # 10-step episodes: resets inside.
     actor.close()
@@ -271,8 +272,9 @@ def test_recurrent_impala_learns_through_threads(tmp_path):
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign())
     tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(IMPALABuilder(config), fakes.match_the_sign, spec,
-                                               program_config, str(tmp_path)))
+    result = launch_threads(make_agent_program(IMPALABuilder(config, program_config.layout),
+                                               fakes.match_the_sign, spec, program_config,
+                                               str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= 9.0  # Random: 5.
 

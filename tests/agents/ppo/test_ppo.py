@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from agentkit.acting import ActingLayout
 from agentkit.config import ConfigError
 from agentkit.loggers import read_csv
 from agentkit.specs import make_environment_spec
@@ -24,8 +25,7 @@ GAMMA, LAMBDA = 0.9, 0.8
 def _learner(**overrides):
     config = PPOConfig(rollout_length=T, hidden_sizes=(8,), discount=GAMMA, gae_lambda=LAMBDA,
                        **overrides)
-    builder = PPOBuilder(config)
-    builder.configure_acting(num_actors=R, num_envs_per_actor=K, env_groups=1)
+    builder = PPOBuilder(config, ActingLayout(num_actors=R, num_envs_per_actor=K))
     spec = make_environment_spec(fakes.match_the_sign())
     networks = builder.make_networks(spec=spec)
     learner = builder.make_learner(networks=networks, spec=spec, iterator=iter(()),
@@ -205,11 +205,12 @@ def test_the_adaptive_rate_excludes_the_decay_and_bounds_the_rate():
 
 
 def test_alternating_groups_and_too_many_minibatches_fail_naming_the_flag():
-    builder = PPOBuilder(PPOConfig(rollout_length=4, num_minibatches=9))
+    config = PPOConfig(rollout_length=4, num_minibatches=9)
     with pytest.raises(ConfigError, match="^--env_groups: must be 1 with PPO"):
-        builder.configure_acting(num_actors=1, num_envs_per_actor=2, env_groups=2)
+        PPOBuilder(config, ActingLayout(num_actors=1, num_envs_per_actor=2, env_groups=2))
     with pytest.raises(ConfigError, match="^--num_minibatches: must be at most the 8 steps"):
-        builder.configure_acting(num_actors=1, num_envs_per_actor=2, env_groups=1)
+        PPOBuilder(config, ActingLayout(num_actors=1, num_envs_per_actor=2, env_groups=1))
+    assert PPOBuilder(config, ActingLayout(num_actors=1, num_envs_per_actor=3)).layout.num_envs == 3
 
 
 def test_the_command_line_refuses_alternating_groups_for_ppo(capsys):
@@ -233,7 +234,7 @@ def test_learns_match_the_sign_through_threads_each_rollout_once_and_no_lag(
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign())
     tf.random.set_seed(0)
-    builder = builder_class(config)
+    builder = builder_class(config, program_config.layout)
     result = launch_threads(make_agent_program(builder, fakes.match_the_sign, spec,
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted

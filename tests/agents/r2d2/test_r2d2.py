@@ -165,7 +165,8 @@ def test_r2d2_learns_a_memory_task_through_threads(tmp_path, env_groups):
                                    env_groups=env_groups)
     spec = make_environment_spec(factory())
     tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(R2D2Builder(config), factory, spec,
+    result = launch_threads(make_agent_program(R2D2Builder(config, program_config.layout),
+                                               factory, spec,
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     assert result.objects["counter"].get_counts()["learner_steps"] > 50

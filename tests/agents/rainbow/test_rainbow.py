@@ -38,9 +38,9 @@ def _setup(reverb_server_factory, **overrides):
     server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
     address = f"localhost:{server.port}"
     networks = builder.make_networks(spec=spec)
-    adders = [builder.make_adder(replay_client=client, spec=spec) for _ in range(2)]
+    adder = builder.make_adder(replay_client=client, spec=spec, num_envs=2)
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
-                               networks=networks, adders=adders, variable_source=None)
+                               networks=networks, adder=adder, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
     BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
     actor.close()
@@ -157,7 +157,8 @@ def test_rainbow_learns_match_the_sign_through_threads(tmp_path):
     program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=5000,
                                    eval_every=1000, eval_episodes=10, print_every_s=0)
     spec = make_environment_spec(fakes.match_the_sign(0, False))
-    result = launch_threads(make_agent_program(RainbowBuilder(config), fakes.match_the_sign, spec,
+    result = launch_threads(make_agent_program(RainbowBuilder(config, program_config.layout),
+                                               fakes.match_the_sign, spec,
                                                program_config, str(tmp_path)))
     assert result.status == "completed", result.error and result.error.formatted
     info = result.objects["replay"].info()[RainbowBuilder.table_name]

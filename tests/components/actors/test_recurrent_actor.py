@@ -7,6 +7,7 @@ import numpy as np
 
 from agentkit.environment_loop import BatchedEnvironmentLoop
 from components.actors import BatchedRecurrentActor
+from components.adders import PerEnvironmentAdders
 from components.environments import BatchedEnvironment
 from tests import fakes
 
@@ -41,8 +42,9 @@ class RecordingAdder:
 def test_states_are_per_environment_and_reset_at_episode_starts():
     lengths = [3, 5]
     env = BatchedEnvironment([fakes.discrete_environment(episode_length=n) for n in lengths])
-    adders = [RecordingAdder(), RecordingAdder()]
-    actor = BatchedRecurrentActor(CountingPolicy(), lambda b: (np.zeros(b, np.float32),), adders)
+    adders = [RecordingAdder(), RecordingAdder()]  # Each environment's, behind one adder.
+    actor = BatchedRecurrentActor(CountingPolicy(), lambda b: (np.zeros(b, np.float32),),
+                                  PerEnvironmentAdders(adders))
     BatchedEnvironmentLoop(env, actor).run(num_steps=40)
     for adder, length in zip(adders, lengths):
         # Each episode's steps begin from states 0, 1, ..., length - 1: a fresh

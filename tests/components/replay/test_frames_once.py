@@ -140,5 +140,5 @@ def test_the_atari_preset_stores_frames_once_and_checks_the_spec():
     vectors = make_environment_spec(fakes.discrete_environment())
     with pytest.raises(ValueError, match="store_frames_once: the observation must be one uint8"):
         builder.make_replay_tables(spec=vectors)
-    with pytest.raises(ValueError, match="only the batched adder"):
-        builder.make_adder(replay_client=None, spec=spec)
+    with pytest.raises(ValueError, match="store_frames_once: the observation must be one uint8"):
+        builder.make_adder(replay_client=None, spec=vectors, num_envs=2)

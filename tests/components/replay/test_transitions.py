@@ -20,21 +20,16 @@ class LogitsDQN(DQNBuilder):
         return {"logits": tf.TensorSpec((3,), tf.float32)}
 
 
-@pytest.mark.parametrize("batched", [False, True])
-def test_items_carry_the_builders_extras(batched, reverb_server_factory):
+def test_items_carry_the_builders_extras(reverb_server_factory):
     # No sample-to-insert ratio: nothing samples while the adder writes.
     builder = LogitsDQN(DQNConfig(n_step=1, actor_priorities=False, min_replay_size=1,
                                   batch_size=1, samples_per_insert=0))
     env = fakes.discrete_environment(num_actions=3, episode_length=4)
     spec = make_environment_spec(env)
     server, client = reverb_server_factory(builder.make_replay_tables(spec=spec))
-    if batched:
-        adder = builder.make_batched_adder(replay_client=client, spec=spec, num_envs=1)
-    else:
-        adder = builder.make_adder(replay_client=client, spec=spec)
+    adder = builder.make_adder(replay_client=client, spec=spec, num_envs=1)
     timestep = env.reset()
-    expand = (lambda x: tree.map_structure(lambda v: np.asarray(v)[None], x)) if batched \
-        else (lambda x: x)
+    expand = lambda x: tree.map_structure(lambda v: np.asarray(v)[None], x)  # noqa: E731
     adder.add_first(expand(timestep))
     for step in range(4):
         timestep = env.step(0)
