@@ -23,9 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from launch_programs.agent_program import ProgramConfig, make_agent_program  # noqa: E402
+from launch_programs.preflight import environment_factory  # noqa: E402
 from launch_programs.program import Program  # noqa: E402
 from launch_programs.ray_launcher import RayLauncher  # noqa: E402
-from launch_programs.run import _environment_factory  # noqa: E402
 
 NEVER = 10**9  # A minimum table size no run reaches: the learner never samples.
 
@@ -35,7 +35,7 @@ def acting_only_program(env: str, num_actors: int, envs_per_actor: int,
                         program: dict[str, Any] | None = None) -> Program:
     """The DQN program of `num_actors` x `envs_per_actor` environments of `env`, its learner
     idle; `agent` and `program` are DQNConfig and ProgramConfig fields on top."""
-    factory = functools.partial(_environment_factory, env)
+    factory = functools.partial(environment_factory, env)
     spec = make_environment_spec(factory(seed=0, evaluation=False))
     config = DQNConfig(min_replay_size=NEVER, max_replay_size=NEVER, **(agent or {}))
     program_config = ProgramConfig(num_actors=num_actors, num_envs_per_actor=envs_per_actor,

@@ -54,7 +54,7 @@ class LocalCluster:
         import ray
         from ray.cluster_utils import Cluster
 
-        from launch_programs.ray_launcher import (
+        from launch_programs.ray_session import (
             loopback_only,
             quiet_token_auth_notice,
             share_import_path,

@@ -34,7 +34,7 @@ class ProgramConfig:
 
     def __post_init__(self):
         require_finite_floats(self)
-        self.layout  # Checks num_actors, num_envs_per_actor and env_groups.
+        _ = self.layout  # Made here to check num_actors, num_envs_per_actor and env_groups.
         require(self.max_env_failures >= 0, "max_env_failures", ">= 0", self.max_env_failures)
         require(self.max_actor_steps >= 1, "max_actor_steps", ">= 1", self.max_actor_steps)
         require(self.eval_every >= 1, "eval_every", ">= 1", self.eval_every)

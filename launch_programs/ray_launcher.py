@@ -17,23 +17,13 @@ run code for whoever reaches them). Checked by the tests with `ss`.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import os
-import shutil
-import signal
-import socket
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
 from typing import Any
 
-from agentkit.config import require
-from agentkit.core import ADVERTISE_HOST_ENV
-from launch_programs.devices import configure_tensorflow, tensorflow_environment
-from launch_programs.placement import ClusterNode, KindPlacement, parse_pins, plan_placement
+from launch_programs.placement import ClusterNode, KindPlacement
 from launch_programs.program import (
     FAILED_JOIN_TIMEOUT_S,
     Handle,
@@ -42,307 +32,15 @@ from launch_programs.program import (
     Program,
     Stage,
     announce_failure,
-    first_line,
     shutdown_despite_interrupts,
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeResources:
-    """What one node's process reserves on the cluster, and its TensorFlow thread budget."""
-
-    cpus: float = 0.0
-    gpus: float = 0.0
-    tf_threads: int = 0  # 0: TensorFlow's default (one thread per core).
-
-    def ray_options(self) -> dict[str, float]:
-        return {"num_cpus": self.cpus, "num_gpus": self.gpus}
-
-
-def threads_for(cpus: float) -> int:
-    """The threads of a node reserving `cpus`: at least one, none (the default) for 0."""
-    return max(1, int(cpus)) if cpus else 0
-
-
-@dataclasses.dataclass
-class RayConfig:
-    """Where the nodes run and what each may use."""
-
-    ray_address: str = ""  # "": start a local Ray on 127.0.0.1; else join it ("auto", "host:6379").
-    cpus_per_actor: float = 1.0  # CPUs reserved for each actor node.
-    learner_cpus: float = 1.0  # CPUs reserved for the learner node.
-    learner_gpus: float = 0.0  # GPUs for the learner node (it goes to a node that has them).
-    max_restarts: int = 3  # Restarts of one node's process before the program fails.
-    # Node kinds pinned to cluster nodes, KIND:NODE[,KIND:NODE]; NODE is a custom resource of
-    # the node (survives the host's loss) or its Ray node id. Example: replay:head.
-    pin: str = ""
-    spread_actors: bool = True  # Actor nodes spread over the cluster's nodes (Ray's SPREAD).
-
-    def __post_init__(self):
-        from agentkit.config import require_finite_floats
-
-        require_finite_floats(self)
-        require(self.cpus_per_actor >= 0, "cpus_per_actor", ">= 0", self.cpus_per_actor)
-        require(self.learner_cpus >= 0, "learner_cpus", ">= 0", self.learner_cpus)
-        require(self.learner_gpus >= 0, "learner_gpus", ">= 0", self.learner_gpus)
-        require(self.max_restarts >= 0, "max_restarts", ">= 0", self.max_restarts)
-        self.pins()  # A malformed --pin fails here, before Ray starts.
-
-    def pins(self) -> dict[str, str]:
-        return parse_pins(self.pin)
-
-    def node_resources(self) -> dict[str, NodeResources]:
-        """The flags as a table by node kind. The learner keeps TensorFlow's
-        default threads (its large steps use every core it gets); an actor's
-        small forward passes run fastest on as many threads as it reserves."""
-        return {
-            "actor": NodeResources(self.cpus_per_actor, tf_threads=threads_for(self.cpus_per_actor)),
-            "learner": NodeResources(self.learner_cpus, self.learner_gpus),
-        }
-
-    def resources_for(self, kind: str) -> NodeResources:
-        """A node of a kind the table does not list (replay, counter, evaluator, any new
-        one) reserves nothing: it runs wherever Ray has room."""
-        return self.node_resources().get(kind, NodeResources())
-
-    def plan(self, kinds: Counter, nodes: list[ClusterNode]) -> dict[str, KindPlacement]:
-        """Each kind's placement on these live nodes; PlacementError (one line) if unmet."""
-        reservations = {kind: (r.cpus, r.gpus) for kind in kinds
-                        for r in [self.resources_for(kind)]}
-        return plan_placement(self.pins(), reservations, kinds, nodes, self.spread_actors,
-                              flags=RESERVATION_FLAGS)
-
-
-# The flag behind each kind's reservation ("kind_unit"), for placement errors.
-RESERVATION_FLAGS = {"actor_cpu": "cpus_per_actor", "learner_cpu": "learner_cpus",
-                     "learner_gpu": "learner_gpus"}
-
-
-class RayAddressError(ValueError):
-    """No Ray cluster answers at --ray_address (one line naming it)."""
-
-
-def check_ray_address(address: str, timeout_s: float = 5.0) -> str:
-    """The host:port that `address` names, once something accepts a connection there.
-
-    Ray itself would retry an unreachable address for many minutes; this
-    answers within `timeout_s`, and `auto` without a cluster in one line.
-    """
-    import ray
-    from ray._private import services
-
-    if is_loopback_address(address):  # Else Ray rewrites 127.0.0.1 to the host's address.
-        loopback_only(ray)
-    try:
-        resolved = services.canonicalize_bootstrap_address_or_die(address)
-    except (ConnectionError, ValueError) as e:
-        raise RayAddressError(f"--ray_address={address}: {first_line(e)}") from None
-    host, _, port = resolved.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as conn:
-            reason = None if _speaks_grpc(conn) else "it answers, but not as a gRPC server"
-    except (OSError, ValueError) as e:
-        reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
-    if reason is not None:
-        where = resolved if resolved == address else f"{resolved}, as Ray resolves it"
-        raise RayAddressError(
-            f"--ray_address={address}: no Ray cluster answers ({where}: {reason}); start one "
-            f"with `ray start --head`, or leave the flag out for a local Ray")
-    return resolved
-
-
-# Ray's connect timeouts when joining a cluster (its defaults retry for minutes).
-CONNECT_TIMEOUTS = {"RAY_py_gcs_connect_timeout_s": "10", "RAY_gcs_rpc_server_connect_timeout_s": "5"}
-_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
-
-
-def _speaks_grpc(conn: socket.socket) -> bool:
-    """Whether the peer answers an HTTP/2 preface with a SETTINGS frame, as Ray's GCS
-    (a gRPC server) does; anything else would keep ray.init waiting on it."""
-    header = b""
-    try:
-        conn.sendall(_HTTP2_PREFACE)
-        while len(header) < 9:
-            chunk = conn.recv(9 - len(header))
-            if not chunk:
-                return False
-            header += chunk
-    except OSError:  # Silent (a timeout) or reset: no gRPC server.
-        return False
-    return header[3] == 4  # The frame type byte: SETTINGS.
-
-
-class RemoteNode:
-    """Stands for a node in another process: `node.method(*args)` runs it there.
-
-    A call that meets a restarting node is retried until `timeout_s`, so a
-    node's clients ride out its restart. It travels to other nodes by its Ray
-    actor name, not by its handle, and looks the handle up where it lands: Ray
-    counts a handle among a constructor's arguments as an argument in the
-    object store, which it cannot promise to rebuild for a restart (and warns
-    about: ray-project/ray#53727).
-    """
-
-    def __init__(self, name: str, actor_name: str, handle: Any = None, timeout_s: float = 120.0):
-        self.name = name
-        self._actor_name = actor_name
-        self._handle = handle
-        self._timeout_s = timeout_s
-
-    def __getstate__(self) -> dict:
-        return {"name": self.name, "_actor_name": self._actor_name, "_handle": None,
-                "_timeout_s": self._timeout_s}
-
-    def _resolve(self) -> Any:
-        if self._handle is None:
-            import ray
-
-            self._handle = ray.get_actor(self._actor_name)
-        return self._handle
-
-    def __getattr__(self, method: str):
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        def call(*args, **kwargs):
-            import ray
-
-            deadline = time.monotonic() + self._timeout_s
-            while True:
-                try:
-                    return ray.get(self._resolve().call.remote(method, *args, **kwargs))
-                except ray.exceptions.RayActorError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.5)
-
-        call.__name__ = method
-        return call
-
-    def __repr__(self) -> str:
-        return f"RemoteNode({self.name})"
-
-
-class NodeProcess:
-    """The Ray actor that holds one node's object."""
-
-    def __init__(self, name: str, constructor, args: tuple, kwargs: dict, on_cluster: bool,
-                 tf_threads: int = 0):
-        import ray
-
-        self._name = name
-        if on_cluster:
-            os.environ[ADVERTISE_HOST_ENV] = ray.util.get_node_ip_address()
-        # Ray has unpickled the arguments. A node whose constructor and arguments brought in
-        # TensorFlow gets its settings before the first op; one without (the counter) is not
-        # made to import it (3 s of CPU that the other nodes' start-up waits for on 2 cores),
-        # and the environment carries the settings should it import TensorFlow later.
-        tensorflow_environment(tf_threads)
-        configured = "tensorflow" in sys.modules
-        if configured:
-            configure_tensorflow(tf_threads)
-        self._object = constructor(*args, **kwargs)
-        if not configured and "tensorflow" in sys.modules:  # The constructor imported it.
-            from components.autograph_rules import skip_autograph_for
-
-            skip_autograph_for()
-
-    def __repr__(self) -> str:  # Ray prefixes the node's output with this.
-        return getattr(self, "_name", "node")
-
-    def ready(self) -> int:
-        return os.getpid()
-
-    def node_id(self) -> str:
-        """The Ray node (raylet) this process runs on."""
-        import ray
-
-        return ray.get_runtime_context().get_node_id()
-
-    def has_run(self) -> bool:
-        return callable(getattr(self._object, "run", None))
-
-    def call(self, method: str, *args, **kwargs):
-        return getattr(self._object, method)(*args, **kwargs)
-
-    def run(self) -> None:
-        self._object.run()
-        sys.stdout.flush()
-
-    def stop(self) -> None:
-        stop = getattr(self._object, "stop", None)
-        if stop is not None:
-            stop()
-
-
-@contextlib.contextmanager
-def _without_ray_sigterm_handler(ray):
-    """Keeps ray.init from replacing the SIGTERM handler (it installs sys.exit)."""
-    utils = ray._private.utils
-    original = getattr(utils, "set_sigterm_handler", None)
-    if original is None:
-        yield
-        return
-    utils.set_sigterm_handler = lambda handler: None
-    try:
-        yield
-    finally:
-        utils.set_sigterm_handler = original
-
-
-def _exit_on_sigterm(signum, frame):
-    sys.exit(128 + signum)
-
-
-LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-RAY_ADDRESS_ENV = "RAY_ADDRESS"
-TEMP_PREFIX = "agentkit-ray-"
-
-
-def private_temp_dir() -> str:
-    """A new folder (mode 0700) for a local Ray's session files. Ray makes its temp dir
-    mode 0777, so Ray gets `ray/` inside it: the 0700 parent keeps other users out. Under
-    /tmp, not $TMPDIR: Ray's unix socket paths inside must stay under the kernel's 107 bytes."""
-    import tempfile
-
-    return tempfile.mkdtemp(prefix=TEMP_PREFIX, dir="/tmp")
-
-
-def is_loopback_address(address: str) -> bool:
-    """Whether a host:port names this machine's loopback interface (a local_cluster)."""
-    host = address.rpartition(":")[0].strip("[]") if ":" in address else address
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def share_import_path() -> None:
-    """Puts this directory on PYTHONPATH, which the processes Ray starts here inherit: node
-    processes then import what this process can (the packages, test fakes)."""
-    paths = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-
-
-def quiet_token_auth_notice() -> None:
-    """Ray 2.60 turns token authentication on for a new local instance (good: its ports run
-    code for whoever reaches them) and says so in a WARNING line on every run. The
-    authentication stays; only that logger's warnings are muted. Errors still show."""
-    import logging
-
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
-        logging.ERROR)
-
-
-def loopback_only(ray) -> None:
-    """Makes a local Ray listen on 127.0.0.1 only.
-
-    On Linux, Ray 2.x replaces 127.0.0.1 with the machine's reachable address
-    and its GCS, raylets and workers listen on all interfaces. With cluster
-    mode off (the switch Ray uses on macOS and Windows) the node address is
-    the loopback one, and Ray's servers bind to it. The variable reaches the
-    processes Ray starts; the constant is set here for this process, which
-    may have imported Ray already.
-    """
-    os.environ[LOOPBACK_ENV] = "0"
-    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+from launch_programs.ray_config import NodeResources, RayConfig  # noqa: F401 - public here too.
+from launch_programs.ray_nodes import NodeProcess, RemoteNode
+from launch_programs.ray_session import (  # noqa: F401 - check_ray_address: public here too.
+    RayAddressError,
+    RaySession,
+    check_ray_address,
+)
 
 
 class RayLauncher:
@@ -360,8 +58,6 @@ class RayLauncher:
         self._finished: set[str] = set()
         self.restarts: dict[str, int] = {}
         self._pids: dict[str, int] = {}
-        self._owns_ray = False
-        self._ray_imported = False
         self._stop_requested = False
         self._idle: list[str] = []  # Nodes without run(): watched by pinging them.
         self._pings: dict[Any, str] = {}
@@ -372,91 +68,14 @@ class RayLauncher:
         self._threads_per_node = 16
         self._remote_class: Any = None  # ray.remote(NodeProcess), made with the plan.
         self._run_id = uuid.uuid4().hex[:12]  # Actor names are unique in the cluster.
-        self._temp_dir: str | None = None  # A local Ray's session files; removed by close().
+        self._session = RaySession(self._config.ray_address, sum(
+            self._config.resources_for(n.kind).cpus for n in program.nodes.values()))
 
     def request_stop(self) -> None:
         """Asks a running `launch()` (in another thread) to stop the program."""
         self._stop_requested = True
 
     # -- start ---------------------------------------------------------------
-
-    def _start_ray(self) -> None:
-        """Imports and starts (or joins) Ray with Ctrl-C and SIGTERM held until it is up.
-
-        A signal inside `import ray` leaves Ray half-imported, and one inside
-        ray.init leaves the processes it started without an owner: both are
-        held until Ray is up, then handed to the handlers that were there
-        before. ray.init would also install its own SIGTERM handler (sys.exit,
-        which skips the ordered shutdown) and the driver's C++ failure-signal
-        handler: the first is kept out, the second switched off.
-        """
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        held: list[int] = []
-        # Joining a cluster starts no process here, so nothing is orphaned by a
-        # signal: Ctrl-C stays live while Ray tries to connect.
-        hold = in_main_thread and not self._config.ray_address
-        if hold:
-            for signum in previous:
-                signal.signal(signum, lambda signum, frame: held.append(signum))
-        os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
-        try:
-            import ray
-
-            self._ray_imported = True
-            if not ray.is_initialized():
-                os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
-                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-                self._owns_ray = True  # Set first: an init that fails still gets shut down.
-                with _without_ray_sigterm_handler(ray):
-                    self._init_ray(ray)
-        finally:
-            if hold:
-                for signum, handler in previous.items():
-                    if signum == signal.SIGTERM and not callable(handler):
-                        handler = _exit_on_sigterm  # What Ray would have installed.
-                    signal.signal(signum, handler)
-        if held:
-            handler = previous[held[0]]
-            if callable(handler):
-                handler(held[0], None)
-            raise KeyboardInterrupt
-
-    def _init_ray(self, ray) -> None:
-        if self._config.ray_address:
-            self._join_ray(ray)
-            return
-        loopback_only(ray)
-        quiet_token_auth_notice()
-        share_import_path()
-        # A local Ray of this run's own: not one that RAY_ADDRESS or a stale
-        # /tmp/ray/ray_current_cluster names (only --ray_address joins a cluster), and its
-        # session files (unix sockets among them) in a folder only this user can enter,
-        # removed by close(), instead of the host's shared /tmp/ray.
-        os.environ.pop(RAY_ADDRESS_ENV, None)
-        self._temp_dir = private_temp_dir()
-        needed = sum(self._config.resources_for(n.kind).cpus for n in self._program.nodes.values())
-        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, int(needed + 0.999)),
-                 include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=True,
-                 _temp_dir=os.path.join(self._temp_dir, "ray"))
-
-    def _join_ray(self, ray) -> None:
-        """ray.init on the cluster at --ray_address, failing in about 20 s, not 14 minutes.
-
-        `check_ray_address` has seen a gRPC server there; if it is no Ray
-        cluster, Ray's own connect timeouts (shortened here) end the retries
-        with a ConnectionError, which becomes one line.
-        """
-        for name, value in CONNECT_TIMEOUTS.items():
-            os.environ.setdefault(name, value)
-        address = self._config.ray_address
-        if is_loopback_address(address):  # A cluster on this machine (local_cluster).
-            loopback_only(ray)
-        quiet_token_auth_notice()
-        try:
-            ray.init(address=address, log_to_driver=True)
-        except ConnectionError as e:
-            raise RayAddressError(f"--ray_address={address}: {first_line(e)}") from None
 
     def _waves(self) -> list[list[str]]:
         """The nodes in the order they are built: first those that another node calls or
@@ -541,7 +160,7 @@ class RayLauncher:
         before any node exists. `launch()` calls it if the caller did not."""
         if self._plan is not None:
             return
-        self._start_ray()
+        self._session.start()
         self.timings["ray_up"] = time.time()
         self._plan_nodes()
 
@@ -587,7 +206,7 @@ class RayLauncher:
             if error is not None:
                 announce_failure(error)
                 self._join_timeout_s = min(self._join_timeout_s, FAILED_JOIN_TIMEOUT_S)
-            if self._ray_up() and shutdown_despite_interrupts(self.shutdown):
+            if self._session.is_up() and shutdown_despite_interrupts(self.shutdown):
                 status = "interrupted"
         if error is not None:
             status = "failed"
@@ -694,36 +313,20 @@ class RayLauncher:
         for stage in self._program.shutdown_stages(built, running):
             self._stop_stage(stage)
 
-    def _ray_up(self) -> bool:
-        return self._ray_imported and sys.modules["ray"].is_initialized()
-
     def close(self) -> None:
         """Kills every node process and shuts down a Ray instance started here."""
-        if not self._ray_imported:
+        if not self._session.imported:
             return  # Stopped before Ray was (fully) imported: nothing was started.
         import ray
 
-        if not ray.is_initialized():
-            if self._owns_ray:  # Interrupted inside ray.init: release what it started.
-                ray.shutdown()
-                self._owns_ray = False
-            self._remove_temp_dir()
-            return
-        for handle in self._handles.values():
-            try:
-                ray.kill(handle, no_restart=True)
-            except ray.exceptions.RayError:
-                pass
+        if ray.is_initialized():
+            for handle in self._handles.values():
+                try:
+                    ray.kill(handle, no_restart=True)
+                except ray.exceptions.RayError:
+                    pass
         self._handles.clear()
-        if self._owns_ray:
-            ray.shutdown()
-            self._owns_ray = False
-        self._remove_temp_dir()
-
-    def _remove_temp_dir(self) -> None:
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
-            self._temp_dir = None
+        self._session.close()
 
 
 def launch_ray(program: Program, config: RayConfig | None = None) -> LaunchResult:

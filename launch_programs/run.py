@@ -3,15 +3,14 @@
 Every agent config field is also a flag (`--batch_size=64`). Bad input fails
 before anything starts, with one line naming the flag. Progress prints while
 the program runs; Ctrl-C stops it cleanly; `summary.json` is written at
-every exit.
+every exit. The flags are parsed in `launch_programs.flags`, the checks before
+launch are `launch_programs.preflight`; this module runs a life of the run:
+signals, the launch, the summary.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import functools
-import inspect
 import os
 import signal
 import sys
@@ -20,351 +19,36 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from launch_programs.flag_help import field_comments, flag_help
-from launch_programs.stop_signals import StopSignals, signal_received
+from launch_programs.flags import (  # noqa: F401 - parse, RunSpec, describe_preset: public here too.
+    Parser,
+    RunSpec,
+    UsageError,
+    describe_preset,
+    parse,
+    parse_bool,
+)
+from launch_programs.preflight import (
+    batched_environment_factory,
+    check_before_launch,
+    network_line,
+    network_status,
+    prepare,
+)
+from launch_programs.stop_signals import StopSignals
 
 COMMAND_START = time.time()  # The start-up figures in summary.json count from here.
 
-LAUNCHERS = ("threads", "ray")
 # The target return reported in summary.json as `first_reached`, where known.
 THRESHOLDS = {"gym:CartPole-v1": 475.0, "gym:CartPole-v0": 195.0, "gym:Pendulum-v1": -250.0}
-
-
-class UsageError(ValueError):
-    """A flag holds a value that is not allowed (the message names the flag)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # One line, not argparse's usage block.
-        raise UsageError(message)
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes"):
-        return True
-    if lowered in ("0", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _parse_ints(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}") from None
-
-
-def _flag_type(default: Any):
-    if isinstance(default, bool):
-        return _parse_bool
-    if isinstance(default, tuple):
-        return _parse_ints
-    if default is None:
-        return int
-    return type(default)
-
-
-_METAVARS = {_parse_bool: "BOOL", _parse_ints: "INTS", int: "INT", float: "FLOAT", str: "STR"}
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    def __init__(self, prog: str):  # Wider flag column: most flags then keep help on their line.
-        super().__init__(prog, max_help_position=34)
-
-
-def _base_parser() -> argparse.ArgumentParser:
-    # Imported here, not at the top: the registry imports numpy, whose BLAS starts threads,
-    # and `_isolate` needs this process single-threaded.
-    from launch_programs.registry import AGENTS, ENTRY_POINT_GROUP
-
-    p = _Parser(prog="python -m launch_programs.run", add_help=False, allow_abbrev=False,
-                formatter_class=_HelpFormatter,
-                usage="%(prog)s [--agent NAME] [--env NAME] [--launch threads|ray] [--FLAG=VALUE ...]",
-                description="Train an agent. Every agent config field is also a flag; "
-                            "--agent and --env with --help show that agent's flags and defaults.")
-    g = p.add_argument_group("run flags")
-    g.add_argument("--agent", default="dqn", metavar="NAME",
-                   help=f"{', '.join(AGENTS)}, a name an installed package registers in the "
-                        f"entry-point group {ENTRY_POINT_GROUP}, or package.module:Factory (a builder "
-                        f"class or a function returning one) (default: dqn)")
-    g.add_argument("--env", default="gym:CartPole-v1", metavar="NAME",
-                   help="gym:<id>, atari:<Game>, minatar:<game>, memory:<N> or "
-                        "control:<domain>:<task>; "
-                        "it also picks the agent's preset (default: gym:CartPole-v1)")
-    g.add_argument("--launch", default="threads", metavar="|".join(LAUNCHERS),
-                   help="threads: every node in this process; ray: one process per node "
-                        "(default: threads)")
-    g.add_argument("--logdir", default=None, metavar="DIR",
-                   help="where the CSVs, checkpoints and summary.json go "
-                        "(default: runs/<agent>-<env>-s<seed>)")
-    g.add_argument("--fresh", action="store_true",
-                   help="ignore and replace the checkpoint in --logdir")
-    g.add_argument("--private_network", type=_parse_bool, nargs="?", const=True, default=True,
-                   metavar="BOOL",
-                   help="a local run (threads, or ray on no cluster) runs in private Linux "
-                        "namespaces: loopback only, so its replay server is unreachable from the "
-                        "network, and no process of it outlives it (default: true)")
-    g.add_argument("--observation_indices", type=_parse_ints, default=(), metavar="INTS",
-                   help="keep only these entries of a vector observation "
-                        "(gym:CartPole-v1 with 0,2 hides the velocities)")
-    g.add_argument("--sticky_actions", type=float, default=None, metavar="FLOAT",
-                   help="atari: the probability that the game repeats the previous action, in "
-                        "training and evaluation (default: 0.25, Machado et al. 2018; 0: the "
-                        "protocol of most published Pong figures)")
-    g.add_argument("--progress", type=_parse_bool, nargs="?", const=True, default=True,
-                   metavar="BOOL",
-                   help="one line for the whole run every --print_every_s (steps of the budget, "
-                        "rates, the learner's wait for data, the last evaluation, the time "
-                        "left), rewritten in place on a terminal; false: each node prints its "
-                        "own rows (default: true)")
-    g.add_argument("-h", "--help", action="store_true", help="show the flags and exit")
-    return p
-
-
-def _field_default(field: dataclasses.Field, defaults: dict) -> Any:
-    if field.name in defaults:
-        return defaults[field.name]
-    if field.default_factory is not dataclasses.MISSING:
-        return field.default_factory()
-    return field.default  # MISSING: a field the user must give.
-
-
-def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: dict,
-                         title: str) -> None:
-    """One flag per init field of `cls`, under `title`, with its source comment as help."""
-    comments = field_comments(cls)
-    group = parser.add_argument_group(title)
-    for field in dataclasses.fields(cls):
-        if not field.init:
-            continue
-        default = _field_default(field, defaults)
-        options: dict[str, Any] = dict(help=flag_help(comments.get(field.name, ""), default))
-        if default is dataclasses.MISSING:  # No default: the user must give it.
-            options.update(required=True, metavar="VALUE")
-        else:
-            kind = _flag_type(default)
-            options.update(type=kind, default=default, metavar=_METAVARS.get(kind, "VALUE"))
-        if isinstance(default, bool):  # `--flag` alone means true.
-            options.update(nargs="?", const=True)
-        group.add_argument(f"--{field.name}", **options)
-
-
-def _add_agent_flags(parser: argparse.ArgumentParser, agent: str, env: str,
-                     builder_class: type) -> None:
-    """The agent's config flags, with the environment's preset as their defaults."""
-    preset = builder_class.preset(env)
-    title = f"{agent} flags ({builder_class.config_class.__name__}"
-    title += f", {env} preset applied)" if preset else ")"
-    try:
-        _add_dataclass_flags(parser, builder_class.config_class, preset, title)
-    except argparse.ArgumentError as e:  # A field named like a run or program flag.
-        name = (e.argument_name or "").lstrip("-")
-        raise UsageError(f"--agent: {builder_class.config_class.__name__}.{name} clashes with the run, "
-                         f"program or ray flag --{name}; rename the field") from None
-
-
-def _tag(text: str) -> str:
-    """A name usable as one path component (`gym:CartPole-v1` -> `gym-CartPole-v1`)."""
-    return text.replace(":", "-").replace("/", "-").replace(os.sep, "-")
-
-
-@dataclasses.dataclass
-class RunSpec:
-    """Everything a run needs, validated."""
-
-    agent: str
-    env: str
-    launch: str
-    logdir: str
-    fresh: bool
-    agent_config: Any
-    program_config: Any
-    builder_class: Any  # The agent: an ActorLearnerBuilder subclass.
-    ray_config: Any = None
-    observation_indices: tuple[int, ...] = ()
-    private_network: bool = True
-    # The preset values in effect: {"family", "config": {...}, "program": {...}}.
-    preset: dict = dataclasses.field(default_factory=dict)
-    progress: bool = True  # One consolidated progress line, not each node's rows.
-    sticky_actions: float | None = None  # atari: the protocol's sticky-action probability.
-
-    @property
-    def on_cluster(self) -> bool:
-        """Whether the nodes join an existing Ray cluster (so the replay may be on another host)."""
-        return self.launch == "ray" and bool(self.ray_config.ray_address)
-
-
-def parse(argv: Sequence[str]) -> RunSpec | None:
-    """Parses and validates flags; returns None after printing --help."""
-    from agentkit.config import ConfigError
-    from launch_programs.program_config import ProgramConfig
-    from launch_programs.ray_launcher import RayConfig
-    from launch_programs.registry import AgentError, get_agent
-
-    base = _base_parser()
-    known, _ = base.parse_known_args(argv)
-    try:  # Before any flag of the agent's is read: they depend on which agent it is.
-        builder_class = get_agent(known.agent)
-    except AgentError as e:
-        raise UsageError(str(e)) from None
-    except KeyboardInterrupt:
-        if signal_received():  # Ctrl-C during a slow import: the command stops.
-            raise
-        raise UsageError(f"--agent={known.agent}: loading it raised KeyboardInterrupt "
-                         f"(no signal came: the agent's own code raised it)") from None
-    parser = _base_parser()
-    program_preset = builder_class.program_preset(known.env)
-    unknown = sorted(set(program_preset) - {f.name for f in dataclasses.fields(ProgramConfig)})
-    if unknown:
-        raise UsageError(f"--agent={known.agent}: its program preset for {known.env} names "
-                         f"{', '.join(unknown)}, which are no program flags")
-    title = "program flags (nodes, budget, evaluation, checkpoints"
-    title += f"; {known.agent}'s {known.env} preset applied)" if program_preset else ")"
-    _add_dataclass_flags(parser, ProgramConfig, program_preset, title)
-    _add_dataclass_flags(parser, RayConfig, {}, "ray flags (with --launch=ray)")
-    _add_agent_flags(parser, known.agent, known.env, builder_class)
-    if known.help:
-        parser.print_help()
-        return None
-    args = parser.parse_args(argv)
-    if args.launch not in LAUNCHERS:
-        raise UsageError(f"--launch: unknown launcher '{args.launch}'; allowed: {', '.join(LAUNCHERS)}")
-    values = vars(args)
-
-    def build(cls: type) -> Any:
-        return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.init})
-
-    try:
-        program_config = build(ProgramConfig)
-        agent_config = build(builder_class.config_class)
-        ray_config = build(RayConfig)
-    except ConfigError as e:
-        raise UsageError(str(e)) from None
-    preset = _applied_preset(builder_class, args.env, values, program_config, agent_config)
-    sticky_actions = _sticky_actions(args.env, args.sticky_actions)
-    logdir = args.logdir or os.path.join("runs", f"{_tag(args.agent)}-{_tag(args.env)}-s{args.seed}")
-    # `--logdir=~/runs/x` (a shell leaves `~` after `=` as it is): the home folder, as a user
-    # means, never a folder named `~` here (that a later `rm -rf ~` would turn into a disaster).
-    logdir = os.path.expanduser(logdir)
-    # Absolute: node processes need not share this process's working directory.
-    logdir = os.path.abspath(logdir)
-    return RunSpec(args.agent, args.env, args.launch, logdir, args.fresh, agent_config,
-                   program_config, builder_class, ray_config, tuple(args.observation_indices),
-                   args.private_network, preset, args.progress, sticky_actions)
-
-
-def _sticky_actions(env: str, given: float | None) -> float | None:
-    """The run's sticky-action probability: the flag, else 0.25 for atari: (None elsewhere);
-    the flag for another family, or outside [0, 1), is a UsageError."""
-    from components.environments import UnknownEnvironmentError
-    from components.environments.atari import STICKY_ACTION_PROBABILITY
-    from components.environments.registry import check_sticky_actions_for
-
-    if given is None:
-        return STICKY_ACTION_PROBABILITY if env.startswith("atari:") else None
-    try:
-        return check_sticky_actions_for(env, given)
-    except UnknownEnvironmentError as e:
-        raise UsageError(str(e)) from None
-
-
-def _applied_preset(builder_class: type, env: str, values: dict, program_config: Any,
-                    agent_config: Any) -> dict[str, Any]:
-    """The preset values in effect: those of the agent's presets for `env` that differ from
-    the dataclass defaults and that no flag overrode."""
-    from components.environments import environment_family
-
-    def in_effect(preset: dict, config: Any) -> dict:
-        defaults = {f.name: _field_default(f, {}) for f in dataclasses.fields(config) if f.init}
-        return {k: v for k, v in preset.items()
-                if values[k] == v and defaults.get(k) != v}
-
-    applied = {"family": environment_family(env),
-               "config": in_effect(builder_class.preset(env), agent_config),
-               "program": in_effect(builder_class.program_preset(env), program_config)}
-    return applied
-
-
-def _environment_factory(name: str, seed: int, evaluation: bool,
-                         observation_indices: tuple[int, ...] = (),
-                         sticky_actions: float | None = None):
-    from components.environments import make_environment
-
-    return make_environment(name, seed=seed, evaluation=evaluation,
-                            observation_indices=observation_indices,
-                            sticky_actions=sticky_actions)
-
-
-def _vector_environments(name: str, seeds: list, evaluation: bool,
-                         sticky_actions: float | None = None):
-    from components.environments import make_vector_environment
-
-    return make_vector_environment(name, seeds, evaluation, sticky_actions=sticky_actions)
-
-
-def batched_environment_factory(run: RunSpec):
-    """With --atari_vector_env, each actor group's games in one native vector environment."""
-    from components.environments import UnknownEnvironmentError
-
-    if not run.program_config.atari_vector_env:
-        return None
-    factory = functools.partial(_vector_environments, run.env,
-                                sticky_actions=run.sticky_actions)
-    try:
-        factory([0], False).close()  # An unknown game or a non-Atari env fails here.
-    except UnknownEnvironmentError as e:
-        raise UsageError(str(e)) from None
-    return factory
-
-
-def prepare(run: RunSpec):
-    """Makes one environment and the networks once: a mismatch fails here, before launch."""
-    from agentkit.config import ConfigError
-    from agentkit.specs import make_environment_spec
-    from components.environments import UnknownEnvironmentError
-    from launch_programs.agent_program import check_inference
-
-    factory = functools.partial(_environment_factory, run.env,
-                                observation_indices=run.observation_indices,
-                                sticky_actions=run.sticky_actions)
-    try:
-        environment = factory(seed=0, evaluation=False)
-    except UnknownEnvironmentError as e:
-        raise UsageError(str(e)) from None
-    spec = make_environment_spec(environment)
-    environment.close()
-    program = run.program_config
-    try:
-        inspect.signature(run.builder_class).bind(run.agent_config, layout=program.layout)
-    except TypeError:
-        raise UsageError(f"--agent={run.agent}: its builder's constructor must take "
-                         f"(config, layout=None), layout being the acting layout "
-                         f"(agentkit.acting.ActingLayout); {run.builder_class.__name__} takes "
-                         f"{inspect.signature(run.builder_class)}") from None
-    try:
-        builder = run.builder_class(run.agent_config, layout=program.layout)
-    except ConfigError as e:
-        raise UsageError(str(e)) from None  # It names the flag (and the agent).
-    try:
-        check_inference(builder, program)
-    except ConfigError as e:
-        raise UsageError(str(e)) from None
-    try:
-        builder.make_networks(spec=spec)
-    except (ConfigError, ValueError) as e:
-        raise UsageError(f"--agent={run.agent} does not fit --env={run.env}: {e}") from None
-    return builder, factory, spec
 
 
 def _isolate(argv: Sequence[str]) -> None:
     """Before anything starts a thread: a local run (threads, or a Ray of its own) moves into
     private namespaces. Reads only the flags it needs; a bad value is left to the full parse."""
-    scan = _Parser(add_help=False, allow_abbrev=False)
+    scan = Parser(add_help=False, allow_abbrev=False)
     scan.add_argument("--launch", default="threads")
     scan.add_argument("--ray_address", default="")
-    scan.add_argument("--private_network", type=_parse_bool, nargs="?", const=True, default=True)
+    scan.add_argument("--private_network", type=parse_bool, nargs="?", const=True, default=True)
     scan.add_argument("-h", "--help", action="store_true")
     try:
         known, _ = scan.parse_known_args(argv)
@@ -395,23 +79,6 @@ def main(argv: Sequence[str] | None = None, isolate: bool = False) -> int:
         signals.uninstall()
 
 
-def _check_before_launch(run: RunSpec):
-    """Every check that needs no process started: the ports, the cluster, the logdir and a
-    resume (last: it takes the logdir's lock).
-
-    Returns the inspected run directory; raises ValueError (one line) on failure.
-    """
-    from components.replay import port_in_use
-    from launch_programs.ray_launcher import check_ray_address
-    from launch_programs.run_dir import RunDir
-
-    port = run.program_config.replay_port
-    if port and not run.on_cluster and port_in_use(port):
-        raise UsageError(f"--replay_port: port {port} is in use")
-    if run.on_cluster:
-        check_ray_address(run.ray_config.ray_address)
-    return RunDir.inspect(run)
-
 
 @dataclasses.dataclass
 class _Start:
@@ -435,13 +102,17 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             if run is None:
                 return 0
             run_dir, launcher, started = _start(run, signals)
+        except Exception as e:
+            # A signal that cut an import short can surface as another error (numpy turns
+            # the KeyboardInterrupt into an ImportError): the run stops all the same.
+            if signals.received is None and isinstance(e, (UsageError, ValueError)):
+                print(f"error: {e}", file=sys.stderr)  # Placement and Ray address errors too.
+                return 2
+            if signals.received is None:
+                raise
+            return _stopped_before_start(signals)
         except KeyboardInterrupt:  # A signal before the logdir was touched.
-            print("[run] stopped before the run started: nothing in --logdir changed",
-                  file=sys.stderr, flush=True)
-            return signals.exit_code
-        except (UsageError, ValueError) as e:  # Placement and Ray address errors included.
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            return _stopped_before_start(signals)
         if started is None:
             return 0
         return _run_life(started, signals)
@@ -450,6 +121,12 @@ def _main(argv: list[str], signals: StopSignals) -> int:
             launcher.close()  # Under ray: no node process outlives the run.
         if run_dir is not None:
             run_dir.close()  # The logdir's lock.
+
+
+def _stopped_before_start(signals: StopSignals) -> int:
+    print("[run] stopped before the run started: nothing in --logdir changed",
+          file=sys.stderr, flush=True)
+    return signals.exit_code
 
 
 def _start(run: RunSpec, signals: StopSignals):
@@ -464,7 +141,7 @@ def _start(run: RunSpec, signals: StopSignals):
     configure_tensorflow()  # GPU memory growth, before prepare() runs the first op.
     builder, factory, spec = prepare(run)
     batched_factory = batched_environment_factory(run)
-    run_dir = _check_before_launch(run)
+    run_dir = check_before_launch(run)
     try:
         budget = run.program_config.max_actor_steps
         if run_dir.budget_spent(budget):  # Rerunning a finished run changes nothing in it.
@@ -535,7 +212,7 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
     if run.progress and every_s > 0:
         reporter = ProgressReporter(run.logdir, run.program_config.max_actor_steps, every_s,
                                     monitor=monitor, reader=reader)
-    network = _network_line(run)
+    network = network_line(run)
     if network:
         print(f"[run] {network}", flush=True)
     preset_line = describe_preset(run.agent, run.preset)
@@ -574,7 +251,7 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
     launcher.close()  # Under ray: no node process outlives the run.
     if signals.received is not None and result.status == "completed":
         result.status = "interrupted"  # The signal came as the program ended on its own.
-    extra = {"network": _network_status(run), "preset": run.preset, **monitor.summary()}
+    extra = {"network": network_status(run), "preset": run.preset, **monitor.summary()}
     if replay_tables:
         extra["replay"] = replay_tables
     if startup:
@@ -662,40 +339,6 @@ def _make_monitor(reader, start: float, program, program_config):
     every_s = program_config.print_every_s or 10.0  # With the progress line, or every 10 s.
     return RunMonitor(reader.logdir, start, f"localhost:{port}" if port else None, counts=counts,
                       every_s=min(every_s, 10.0))
-
-
-def describe_preset(agent: str, preset: dict) -> str | None:
-    """One line naming the preset values in effect, or None when there are none."""
-    if not preset or not (preset.get("config") or preset.get("program")):
-        return None
-    from launch_programs.flag_help import format_default
-
-    parts = [f"{k}={format_default(v)}" for k, v in {**preset["config"],
-                                                      **preset["program"]}.items()]
-    return (f"preset: {agent} for {preset['family']} environments: {' '.join(parts)} "
-            f"(a flag given overrides its value)")
-
-
-def _network_status(run: RunSpec) -> str:
-    """Who can reach the run's servers, for summary.json."""
-    from launch_programs.isolation import isolation_status
-
-    if run.on_cluster:
-        return "cluster: the replay listens on every interface of its host, without authentication"
-    return isolation_status()
-
-
-def _network_line(run: RunSpec) -> str | None:
-    """One line at start when a run's replay server is reachable from the network."""
-    from launch_programs.isolation import ISOLATED
-
-    status = _network_status(run)
-    if status == ISOLATED:
-        return None
-    if not run.private_network:
-        status = "--private_network=false"
-    return f"replay server reachable from the network ({status}); see docs/launchers.md"
-
 
 def _expected(error: BaseException) -> bool:
     """Failures whose message says all (a file that cannot be read or written): no traceback."""

@@ -181,6 +181,7 @@ def _python_path(entries: list[str]) -> Iterator[None]:
 
 
 def _check_run(args: list[str], env: dict[str, str]) -> None:
+    from launch_programs import flags as run_flags
     from launch_programs import run
     from launch_programs.program_config import ProgramConfig
     from launch_programs.ray_launcher import RayConfig
@@ -194,10 +195,11 @@ def _check_run(args: list[str], env: dict[str, str]) -> None:
             raise DocCommandError(f"launch_programs.run {' '.join(args)}: {e}") from None
         except SystemExit as e:  # argparse itself (should not happen: UsageError instead).
             raise DocCommandError(f"launch_programs.run {' '.join(args)}: exit {e.code}") from None
-        known, _ = run._base_parser().parse_known_args(args)
+        known, _ = run_flags.base_parser().parse_known_args(args)
         config_class = get_agent(known.agent).config_class
     # argparse takes a unique prefix (`--max_actor_step`) too; a doc spells every flag out.
-    flags = {option for action in run._base_parser()._actions for option in action.option_strings}
+    flags = {option for action in run_flags.base_parser()._actions
+             for option in action.option_strings}
     for cls in (ProgramConfig, RayConfig, config_class):
         flags |= {f"--{field.name}" for field in dataclasses.fields(cls) if field.init}
     for arg in args:
