@@ -25,8 +25,8 @@ import reverb  # noqa: E402
 from agentkit.environment_loop import BatchedEnvironmentLoop  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
-from components.environments.batched import BatchedEnvironment  # noqa: E402
 from components.adders import NStepTransitionAdder, PerEnvironmentAdders  # noqa: E402
+from components.environments.batched import BatchedEnvironment  # noqa: E402
 from components.environments.registry import make_environment  # noqa: E402
 from components.replay import ReplayServer, make_replay_table, transition_signature  # noqa: E402
 

@@ -111,26 +111,28 @@ class IMPALAConfig:
 
     @classmethod
     def atari(cls, **overrides) -> IMPALAConfig:
-        """The paper's shallow-network Atari settings: its 16/32 network with a 256-unit
-        layer, RMSProp at 6e-4 with decay 0.99, T = 20, in batches of 16 unrolls (320 steps,
-        as the references' 320-640), the rate annealed to 0 over 3M agent steps, and
-        observations normalised by their running moments (as PPO's and APPO's presets).
+        """The paper's shallow-network Atari settings with Cleanba's optimiser: the 16/32
+        network with a 256-unit layer, RMSProp at 6e-4 with decay 0.99, T = 20, in batches of
+        16 unrolls (320 steps, as the references' 320-640), the rate annealed linearly to 0
+        over 50M agent steps (Cleanba's run length: 94% of it is left at 3M), and observations
+        normalised by their running moments (as PPO's and APPO's presets).
 
-        The paper (and scalable_agent) sums its losses over a batch's B x T steps, with
-        RMSProp's epsilon 0.01 inside the square root and gradients clipped at a norm of 40;
-        this learner averages them, so its gradients are B x T times smaller: the same updates
-        take epsilon 0.01 / (B T)^2 and a clip of 40 / (B T), derived here from the batch size
-        and unroll length given (about 1e-7 and 0.125 at B T = 320). The preset before this
-        one, 4 unrolls a batch at a constant rate on the Nature CNN, learned Pong (sticky)
-        only after 1.3M steps and fell back after its best of -4.2 at 2.25M."""
+        Cleanba sums its losses over a minibatch's steps, with RMSProp's epsilon 0.01 outside
+        the square root and gradients clipped at a norm of 40; this learner averages them, so
+        its gradients are B x T times smaller: the same updates take a clip of 40 / (B T) and an
+        epsilon of 0.01 / (B T) outside the root, that is about (0.01 / (B T))^2 inside it,
+        where Sonnet's RMSProp adds it; both derived here from the batch size and unroll
+        length given (about 1e-9 and 0.125 at B T = 320). The paper's own epsilon (0.01
+        inside the root on its summed loss), rescaled so, is 100 times that floor: most
+        weights then stepped as in plain SGD, and Pong (sticky) reached only +4.2 in 3M."""
         batch_size = overrides.get("batch_size", 16)
         steps = batch_size * overrides.get("unroll_length", cls.unroll_length)
         values = dict(
             torso="atari_shallow", head_hidden_size=256, shared_torso=True,
             network_init="orthogonal", normalize_observations=True, batch_size=batch_size,
             optimizer="rmsprop", learning_rate=6e-4, value_learning_rate=0.0,
-            learning_rate_final=0.0, learning_rate_decay_steps=3_000_000 // steps,
-            adam_epsilon=0.01 / steps ** 2, max_gradient_norm=40.0 / steps,
+            learning_rate_final=0.0, learning_rate_decay_steps=50_000_000 // steps,
+            adam_epsilon=(0.01 / steps) ** 2, max_gradient_norm=40.0 / steps,
             max_queue_size=32, variable_update_period=20,
             evaluation_greedy=False,  # Sampled, as the paper's returns (an argmax of a
         )                             # near-uniform policy reads -21 on Pong).
