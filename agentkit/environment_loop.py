@@ -38,7 +38,10 @@ class _LoopBase:
         should_stop: ShouldStop | None = None,
         count_every: int = 100,
         update_actor: bool = True,
+        row_fields: Mapping[str, object] | None = None,
     ):
+        """`row_fields`: constant columns of every episode's row (an actor node's
+        `actor_id`, so that the rows of several actors in one CSV stay apart)."""
         self._environment = environment
         self._actor = actor
         self._counter = counter or Counter()
@@ -46,6 +49,7 @@ class _LoopBase:
         self._should_stop = should_stop
         self._count_every = count_every
         self._update_actor = update_actor
+        self._row_fields = dict(row_fields or {})
         self._pending_steps = 0
         self._pending_episodes = 0
         self.steps = 0  # Steps taken by this loop.
@@ -70,6 +74,7 @@ class _LoopBase:
     def _log_episode(self, episode_return: float, episode_length: int) -> None:
         elapsed = max(time.time() - self._start, 1e-9)
         row = dict(self._counts)
+        row.update(self._row_fields)
         row.update(
             episode_return=float(episode_return),
             episode_length=int(episode_length),

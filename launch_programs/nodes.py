@@ -223,7 +223,7 @@ class ActorNode:
             environments, actors, counter=self._actor_counter,
             logger=run.logger("actor", ACTOR_KEYS, step_key="actor_steps",
                               printing=actor_id == 0),
-            should_stop=self._budget_spent,
+            should_stop=self._budget_spent, row_fields={"actor_id": actor_id},
         )
         self._max_actor_steps = acting.max_actor_steps
         self._counter = counter

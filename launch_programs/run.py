@@ -268,7 +268,9 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
         extra["error"] = _one_line(result.error)
     life_wall = time.time() - started.life_start
     restarts = dict(launcher.restarts) if run.launch == "ray" else None
-    run_dir.end_life(result.status, counts, life_wall, restarts)
+    nodes_up = getattr(launcher, "timings", {}).get("nodes_up")
+    startup_s = None if nodes_up is None else nodes_up - started.life_start
+    run_dir.end_life(result.status, counts, life_wall, restarts, startup_s)
     if any(life.get("launch") == "ray" for life in run_dir.lives):
         extra["node_restarts"] = restarts_of_all_lives(run_dir.lives)
     extra["lives"] = run_dir.lives

@@ -212,11 +212,16 @@ class RunDir:
         self._write()
 
     def end_life(self, status: str, counts: dict[str, float], life_wall_s: float,
-                 node_restarts: dict[str, int] | None = None) -> None:
-        """Records how this life ended (not reached when the process is killed)."""
+                 node_restarts: dict[str, int] | None = None,
+                 startup_s: float | None = None) -> None:
+        """Records how this life ended (not reached when the process is killed); `startup_s`:
+        from the life's start until the nodes that act and learn were built (Ray's start and
+        the builds), the part of its wall time that is not the program's."""
         life = self.lives[-1]
         if node_restarts is not None:
             life["node_restarts"] = dict(node_restarts)
+        if startup_s is not None:
+            life["startup_s"] = round(startup_s, 2)
         actor, learner = int(counts.get("actor_steps", 0)), int(counts.get("learner_steps", 0))
         rate = (actor - life["actor_steps_before"]) / max(life_wall_s, 1e-9)
         life.update(status=status, wall_time_s=round(life_wall_s, 2), actor_steps=actor,

@@ -46,11 +46,34 @@ def read_evaluation_rows(logdir: str, damaged: list[int] | None = None) -> list[
     return [r for r in rows if _numbers(r, damaged)]
 
 
-def evaluation_stats(logdir: str, threshold: float | None = None) -> dict[str, Any]:
+# What every `wall_time_s` (CSV rows, summary.json) counts from, as summary.json says.
+WALL_TIME_ORIGIN = ("the start of the run's first life, after the command's checks; Ray's start "
+                    "(--launch=ray) and the node builds are inside it: "
+                    "first_reached.wall_time_s_after_startup leaves them out")
+
+
+def time_after_startup(wall_time_s: float, lives: list[dict[str, Any]]) -> float | None:
+    """`wall_time_s` of the run less the start-ups (Ray, node builds) of the lives that began
+    before it: time-to-target counted from the same point under threads and Ray. None when a
+    life before it recorded no start-up (it was killed)."""
+    spent = 0.0
+    for life in lives:
+        before = float(life.get("wall_time_s_before", 0.0))
+        if before > wall_time_s:
+            break
+        if "startup_s" not in life:
+            return None
+        spent += min(float(life["startup_s"]), wall_time_s - before)
+    return round(wall_time_s - spent, 2)
+
+
+def evaluation_stats(logdir: str, threshold: float | None = None,
+                     lives: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Mean of the last 10 evaluation episodes, their count, and when a threshold was first met.
 
     The threshold counts as met at the first evaluation round (rows sharing
-    `actor_steps`) whose mean return reaches it.
+    `actor_steps`) whose mean return reaches it; with the run's `lives` (run.json's), also
+    at what time after the start-ups (`time_after_startup`).
     """
     damaged: list[int] = []
     rows = read_evaluation_rows(logdir, damaged)
@@ -70,6 +93,9 @@ def evaluation_stats(logdir: str, threshold: float | None = None) -> dict[str, A
                     "actor_steps": round_.actor_steps,
                     "eval_return_mean": round_.mean,
                 }
+                after = None if lives is None else time_after_startup(round_.wall_time_s, lives)
+                if after is not None:
+                    stats["first_reached"]["wall_time_s_after_startup"] = after
                 break
     return stats
 
@@ -102,7 +128,8 @@ def write_summary(
 
     `wall_time_s` is the run's, over every life (the rates divide the whole
     run's counts by it); `extra` adds launcher facts (for example the node
-    restarts under ray, the lives).
+    restarts under ray, the lives: with them `first_reached` also says when, start-ups
+    left out).
     """
     actor_steps = int(counts.get("actor_steps", 0))
     learner_steps = int(counts.get("learner_steps", 0))
@@ -115,10 +142,11 @@ def write_summary(
         "actor_steps": actor_steps,
         "learner_steps": learner_steps,
         "wall_time_s": round(wall_time_s, 2),
+        "wall_time_origin": WALL_TIME_ORIGIN,
         "actor_steps_per_s": round(actor_steps / wall, 1),
         "learner_steps_per_s": round(learner_steps / wall, 1),
     }
-    summary.update(evaluation_stats(logdir, threshold))
+    summary.update(evaluation_stats(logdir, threshold, (extra or {}).get("lives")))
     summary.update(extra or {})
     summary["config"] = config
     summary["program"] = program

@@ -53,6 +53,9 @@ def test_dqn_learns_match_the_sign_through_threads(tmp_path):
     for label in ("actor", "learner", "evaluator"):
         rows = read_csv(os.path.join(logdir, f"{label}.csv"))
         assert rows and {"wall_time_s", "actor_steps", "learner_steps"} <= set(rows[0])
+    # Both actors write one actor.csv; each row says whose episode it was.
+    actor_ids = [r["actor_id"] for r in read_csv(os.path.join(logdir, "actor.csv"))]
+    assert set(actor_ids) == {"0", "1"} and min(actor_ids.count("0"), actor_ids.count("1")) >= 20
     assert not [t for t in threading.enumerate() if t.name.startswith(("actor_", "learner"))]
 
 
