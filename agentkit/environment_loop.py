@@ -1,14 +1,12 @@
-"""Runs an actor in an environment: the actor side of every program.
+"""Runs an actor in its environments: the one loop of every actor and evaluator.
 
-The loop counts steps and episodes in a (child) counter, logs one row per
-episode (return, length, steps/s and all counts of the program), and stops
-when asked to, or after a number of steps or episodes.
-
-Two shapes share the counting and logging:
-- `EnvironmentLoop`: one dm_env environment, one action per step;
-- `BatchedEnvironmentLoop`: K environments stepped in lock-step, one batched
-  action per step (see `components.environments.batched`), which resets
-  finished environments itself.
+K environments (K = 1 included) step in lock-step with one batched action a
+step (see `components.environments.batched`, which resets a finished
+environment itself). The loop counts steps and episodes in a (child) counter,
+logs one row per episode (return, length, steps/s and all counts of the
+program), and stops when asked to, or after a number of steps or episodes.
+An evaluator runs it one episode in each environment at a time
+(`run_episode_each`), counting nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ ShouldStop = Callable[[Mapping[str, float]], bool]
 
 
 class _LoopBase:
-    """Counting, logging and stopping shared by both loops."""
+    """Counting, logging and stopping."""
 
     def __init__(
         self,
@@ -103,36 +101,6 @@ class _LoopBase:
         self._count(0, force=True)
 
 
-class EnvironmentLoop(_LoopBase):
-    """Steps one environment with one actor."""
-
-    def run_episode(self) -> tuple[float, int]:
-        """Runs one episode (or until stopped); returns (return, length)."""
-        timestep = self._environment.reset()
-        self._actor.observe_first(timestep)
-        episode_return, length = 0.0, 0
-        while not timestep.last() and not self._stopped:
-            action = self._actor.select_action(timestep.observation)
-            timestep = self._environment.step(action)
-            self._actor.observe(action, next_timestep=timestep)
-            if self._update_actor:
-                self._actor.update()
-            episode_return += float(np.sum(timestep.reward))
-            length += 1
-            self._count(1, 1 if timestep.last() else 0)
-        if timestep.last():
-            self._log_episode(episode_return, length)
-        return episode_return, length
-
-    def run(self, num_episodes: int | None = None, num_steps: int | None = None) -> None:
-        """Runs episodes until stopped or a limit is reached."""
-        try:
-            while not self._done(num_steps, num_episodes):
-                self.run_episode()
-        finally:
-            self.close()
-
-
 class _Group:
     """One batched environment, its actor and the running returns of its episodes."""
 
@@ -146,7 +114,7 @@ class _Group:
         self.in_flight = False
 
 
-class BatchedEnvironmentLoop(_LoopBase):
+class EnvironmentLoop(_LoopBase):
     """Steps K environments in lock-step with one batched actor call per step.
 
     The environment returns batched timesteps (arrays with a leading K axis)
@@ -210,6 +178,36 @@ class BatchedEnvironmentLoop(_LoopBase):
             raise
         finally:
             self.close()
+
+    def run_episode_each(self, row_fields: Mapping[str, object] | None = None
+                         ) -> list[float] | None:
+        """Runs one episode in each environment (one group), all in lock-step until every one
+        has ended once (one that ended steps on, unrecorded: a short episode is not counted
+        twice), and logs one row per episode: `row_fields` (the program's counts when the
+        round began), its return and length. Counts nothing. Returns the returns, or None
+        when stopped before every episode ended (then nothing is logged)."""
+        if len(self._groups) != 1:
+            raise ValueError("run_episode_each runs one group of environments")
+        group = self._groups[0]
+        timestep = group.environment.reset()
+        group.actor.observe_first(timestep)  # A recurrent actor starts from its initial state.
+        n = group.environment.num_envs
+        returns, lengths, done = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, bool)
+        while not done.all() and not self._stopped:
+            actions = group.actor.select_action(timestep.observation)
+            timestep = group.environment.step(actions)
+            group.actor.observe(actions, next_timestep=timestep)
+            active = ~done
+            reward = np.asarray(timestep.reward, np.float64).reshape(n, -1).sum(-1)
+            returns[active] += reward[active]
+            lengths[active] += 1
+            done |= timestep.step_type == dm_env.StepType.LAST
+        if not done.all():
+            return None
+        for episode_return, length in zip(returns, lengths):
+            self._logger.write({**(row_fields or {}), "episode_return": float(episode_return),
+                                "episode_length": int(length)})
+        return returns.tolist()
 
     def _start_step(self, group: _Group) -> None:
         group.actions = group.actor.select_action(group.timestep.observation)

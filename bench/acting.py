@@ -4,7 +4,7 @@ For K = 1, 8, 16, 32 environments in one process, measured in one run:
 - `bare`: the K environments stepped with random actions (no network);
 - `actor`: the project's batched actor (`DQNConfig.atari()`: Nature CNN,
   dueling head, epsilon-greedy inside one compiled call per step) driving
-  the same K environments through `BatchedEnvironmentLoop`;
+  the same K environments through `EnvironmentLoop`;
 - `actor_alternating`: the same with two alternating groups of K/2, one
   group's simulators stepping while the actor infers for the other.
 Both environment backends are measured: the Python one (`atari:Pong`,
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from agentkit.environment_loop import BatchedEnvironmentLoop  # noqa: E402
+from agentkit.environment_loop import EnvironmentLoop  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from components.environments import (  # noqa: E402
@@ -131,7 +131,7 @@ def actor_steps_per_s(backend: str, k: int, groups: int, builder, networks, spec
     actors = [builder.make_actor(policy=policy, networks=networks, adder=None,
                                  variable_source=None) for _ in range(groups)]
     window = _Window(warmup_steps * k, window_s)
-    loop = BatchedEnvironmentLoop(environments, actors, counter=Counter(prefix="actor"),
+    loop = EnvironmentLoop(environments, actors, counter=Counter(prefix="actor"),
                                   should_stop=window, count_every=k)
     try:
         loop.run()

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import reverb  # noqa: E402
 
-from agentkit.environment_loop import BatchedEnvironmentLoop  # noqa: E402
+from agentkit.environment_loop import EnvironmentLoop  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
 from agents.dqn import DQNBuilder, DQNConfig  # noqa: E402
 from components.adders import NStepTransitionAdder, PerEnvironmentAdders  # noqa: E402
@@ -54,8 +54,8 @@ def steps_per_s(builder: DQNBuilder, spec, client: reverb.Client, num_envs: int,
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
                                networks=networks, adder=adder, variable_source=None)
     envs = BatchedEnvironment([make_environment(ENV, seed=i) for i in range(num_envs)])
-    BatchedEnvironmentLoop(envs, actor).run(num_steps=2_000)  # Warm-up: traces, first items.
-    loop = BatchedEnvironmentLoop(envs, actor)
+    EnvironmentLoop(envs, actor).run(num_steps=2_000)  # Warm-up: traces, first items.
+    loop = EnvironmentLoop(envs, actor)
     start = time.perf_counter()
     loop.run(num_steps=steps)
     rate = loop.steps / (time.perf_counter() - start)

@@ -15,14 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import dm_env
-import numpy as np
 import reverb
 
 from agentkit.builders import ActorLearnerBuilder
 from agentkit.checkpointing import Checkpointer
 from agentkit.counting import Counter
-from agentkit.environment_loop import BatchedEnvironmentLoop
+from agentkit.environment_loop import EnvironmentLoop
 from agentkit.loggers import make_logger
 from agentkit.specs import EnvironmentSpec
 from components.environments import BatchedEnvironment
@@ -219,7 +217,7 @@ class ActorNode:
         environments = [make_group([base_seed + g * size + i for i in range(size)], False)
                         for g in range(groups)]
         self._environments = environments
-        self._loop = BatchedEnvironmentLoop(
+        self._loop = EnvironmentLoop(
             environments, actors, counter=self._actor_counter,
             logger=run.logger("actor", ACTOR_KEYS, step_key="actor_steps",
                               printing=actor_id == 0),
@@ -321,34 +319,20 @@ class EvaluatorNode:
         self._eval_every = eval_every
         self._eval_at_start = eval_at_start
         self._logger = run.logger("evaluator", EVALUATOR_KEYS, step_key="actor_steps")
+        # The actors' loop, one episode in each environment a round; it counts nothing.
+        self._loop = EnvironmentLoop(self._env, self._actor, logger=self._logger,
+                                     update_actor=False)
         self._stop = threading.Event()
         self.returns: list[float] = []
 
     def evaluate(self) -> list[float]:
         """Runs one episode in each environment; logs and returns their returns."""
         self._actor.update(wait=True)
-        counts = self._counter.get_counts()
-        timestep = self._env.reset()
-        self._actor.observe_first(timestep)  # A recurrent actor starts from its initial state.
-        n = self._env.num_envs
-        returns, lengths = np.zeros(n), np.zeros(n, np.int64)
-        done = np.zeros(n, bool)
-        while not done.all() and not self._stop.is_set():
-            action = self._actor.select_action(timestep.observation)
-            timestep = self._env.step(action)
-            self._actor.observe(action, timestep)
-            active = ~done
-            returns[active] += timestep.reward[active]
-            lengths[active] += 1
-            done |= timestep.step_type == dm_env.StepType.LAST
-        if not done.all():
+        returns = self._loop.run_episode_each(row_fields=self._counter.get_counts())
+        if returns is None:  # Stopped mid-round.
             return []
-        for r, length in zip(returns, lengths):
-            row = dict(counts)
-            row.update(episode_return=float(r), episode_length=int(length))
-            self._logger.write(row)
-        self.returns.extend(returns.tolist())
-        return returns.tolist()
+        self.returns.extend(returns)
+        return returns
 
     def run(self) -> None:
         # Without the step-0 round the evaluator's first tracing and episodes do
@@ -364,3 +348,4 @@ class EvaluatorNode:
 
     def stop(self) -> None:
         self._stop.set()
+        self._loop.stop()

@@ -1,4 +1,5 @@
-"""The loops' step and episode counts are exact; batched slots reset independently."""
+"""The one loop: its step and episode counts are exact, slots reset independently, and an
+evaluation round runs one episode in each environment."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from agentkit import core
 from agentkit.counting import Counter
-from agentkit.environment_loop import BatchedEnvironmentLoop, EnvironmentLoop
+from agentkit.environment_loop import EnvironmentLoop
 from agentkit.loggers import Logger
 from components.environments import BatchedEnvironment, EnvironmentFailure
 from tests import fakes
@@ -47,13 +48,14 @@ class CountingActor(core.Actor):
 
 
 def test_loop_counts_steps_and_episodes_exactly():
-    env = fakes.discrete_environment(episode_length=7, rewards=[1.0] * 7)
-    actor, logger, counter = CountingActor(), RecordingLogger(), Counter(prefix="actor")
+    env = BatchedEnvironment([fakes.discrete_environment(episode_length=7, rewards=[1.0] * 7)])
+    actor, logger, counter = CountingActor(batch=1), RecordingLogger(), Counter(prefix="actor")
     loop = EnvironmentLoop(env, actor, counter=counter, logger=logger, count_every=3)
     loop.run(num_episodes=4)
     assert (loop.steps, loop.episodes) == (28, 4)
     assert counter.get_counts() == {"actor_steps": 28, "actor_episodes": 4}
-    assert actor.firsts == 4 and actor.observes == 28 and actor.updates == 28
+    # One observe_first; the 3 later episodes start with a reset step (observed, not counted).
+    assert actor.firsts == 1 and actor.observes == 28 + 3 and actor.updates == 28 + 3
     assert [r["episode_return"] for r in logger.rows] == [7.0] * 4
     assert [r["episode_length"] for r in logger.rows] == [7] * 4
     assert logger.rows[-1]["actor_steps"] == 28
@@ -61,9 +63,9 @@ def test_loop_counts_steps_and_episodes_exactly():
 
 
 def test_loop_stops_when_should_stop_says_so():
-    env = fakes.discrete_environment(episode_length=1000)
+    env = BatchedEnvironment([fakes.discrete_environment(episode_length=1000)])
     counter = Counter(prefix="actor")
-    loop = EnvironmentLoop(env, CountingActor(), counter=counter, count_every=10,
+    loop = EnvironmentLoop(env, CountingActor(batch=1), counter=counter, count_every=10,
                            should_stop=lambda c: c["actor_steps"] >= 50)
     loop.run()
     assert loop.steps == 50
@@ -76,7 +78,7 @@ def test_batched_loop_counts_each_environment():
             for i, n in enumerate(lengths)]
     batched = BatchedEnvironment(envs)
     actor, logger, counter = CountingActor(batch=3), RecordingLogger(), Counter(prefix="actor")
-    BatchedEnvironmentLoop(batched, actor, counter=counter, logger=logger).run(num_steps=60)
+    EnvironmentLoop(batched, actor, counter=counter, logger=logger).run(num_steps=60)
     counts = counter.get_counts()
 
     def stepped(b):  # Each slot alternates n steps with one reset step.
@@ -142,7 +144,7 @@ def test_alternating_groups_keep_each_stream_and_count_every_step():
     envs, batched = _groups(lengths)
     actors = [SlowRecordingActor(2), SlowRecordingActor(2)]
     counter, logger = Counter(prefix="actor"), RecordingLogger()
-    loop = BatchedEnvironmentLoop(batched, actors, counter=counter, logger=logger)
+    loop = EnvironmentLoop(batched, actors, counter=counter, logger=logger)
     loop.run(num_steps=200)
     # Each group was stepped as often as the other (round robin), give or take one step.
     assert abs(actors[0].observes - actors[1].observes) <= 1
@@ -151,7 +153,7 @@ def test_alternating_groups_keep_each_stream_and_count_every_step():
     # Every slot saw exactly the stream its environment alone produces.
     for g in range(len(lengths)):
         reference = SlowRecordingActor(2)
-        BatchedEnvironmentLoop(solo[g], reference).run(num_steps=10_000)
+        EnvironmentLoop(solo[g], reference).run(num_steps=10_000)
         for i in range(2):
             stream = actors[g].streams[i]
             assert stream == reference.streams[i][:len(stream)]
@@ -164,11 +166,11 @@ def test_alternating_groups_overlap_simulation_and_inference():
     delay = 0.02
     _, one = _groups([[1000] * 4], delay_s=delay / 4)  # 4 simulators: `delay` per batch.
     start = time.perf_counter()
-    BatchedEnvironmentLoop(one[0], SlowRecordingActor(4, delay)).run(num_steps=4 * 40)
+    EnvironmentLoop(one[0], SlowRecordingActor(4, delay)).run(num_steps=4 * 40)
     sequential = time.perf_counter() - start
     _, two = _groups([[1000] * 2] * 2, delay_s=delay / 4)  # Two groups of 2: delay/2 each.
     start = time.perf_counter()
-    BatchedEnvironmentLoop(two, [SlowRecordingActor(2, delay / 2), SlowRecordingActor(2, delay / 2)]
+    EnvironmentLoop(two, [SlowRecordingActor(2, delay / 2), SlowRecordingActor(2, delay / 2)]
                            ).run(num_steps=4 * 40)
     alternating = time.perf_counter() - start
     assert sequential >= 40 * 2 * delay
@@ -179,8 +181,28 @@ def test_an_environment_failure_in_a_group_is_raised_after_the_other_group_finis
     flaky = BatchedEnvironment([fakes.FlakyEnvironment(
         fakes.discrete_environment(episode_length=100), fail_at_steps=(3,))], max_failures=0)
     fine = BatchedEnvironment([fakes.discrete_environment(episode_length=100)])
-    loop = BatchedEnvironmentLoop([flaky, fine], [CountingActor(1), CountingActor(1)])
+    loop = EnvironmentLoop([flaky, fine], [CountingActor(1), CountingActor(1)])
     with pytest.raises(EnvironmentFailure):
         loop.run(num_steps=50)
     flaky.close()
     fine.close()
+
+
+def test_an_evaluation_round_runs_one_episode_in_each_environment_and_counts_nothing():
+    """Short episodes do not count twice: each environment's first episode is its row, with
+    the counts the round was given."""
+    lengths = [2, 5, 3]
+    envs = [fakes.discrete_environment(episode_length=n, rewards=[float(i + 1)] * n, seed=i)
+            for i, n in enumerate(lengths)]
+    actor, logger, counter = CountingActor(batch=3), RecordingLogger(), Counter(prefix="actor")
+    loop = EnvironmentLoop(BatchedEnvironment(envs), actor, counter=counter, logger=logger,
+                           update_actor=False)
+    returns = loop.run_episode_each(row_fields={"actor_steps": 1234, "learner_steps": 5})
+    assert returns == [2.0, 10.0, 9.0]  # Lengths 2, 5, 3 at rewards 1, 2, 3.
+    assert [(r["episode_return"], r["episode_length"]) for r in logger.rows] == [
+        (2.0, 2), (10.0, 5), (9.0, 3)]
+    assert all(r["actor_steps"] == 1234 and r["learner_steps"] == 5 for r in logger.rows)
+    assert actor.observes == 5 and actor.updates == 0  # The longest episode's steps.
+    assert counter.get_counts() == {} and loop.steps == 0
+    loop.stop()  # Stopped: the next round logs nothing.
+    assert loop.run_episode_each() is None and len(logger.rows) == 3

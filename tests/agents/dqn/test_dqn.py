@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from agentkit.config import ConfigError
 from agentkit.counting import Counter
-from agentkit.environment_loop import BatchedEnvironmentLoop
+from agentkit.environment_loop import EnvironmentLoop
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNBuilder, DQNConfig
 from agents.dqn.learning import huber
@@ -48,7 +48,7 @@ def _setup(reverb_server_factory, **overrides):
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
                                networks=networks, adder=adder, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
-    BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
+    EnvironmentLoop(batched, actor).run(num_steps=200)
     actor.close()
     learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
                                    iterator=builder.make_dataset_iterator(replay_address=address),

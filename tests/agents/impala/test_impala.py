@@ -235,7 +235,7 @@ def test_value_torso_gets_its_own_learning_rate():
 
 def test_recurrent_unroll_replays_exactly_what_the_actor_computed(reverb_server_factory):
     """The learner's LSTM unroll from the stored start state gives the actor's own logits."""
-    from agentkit.environment_loop import BatchedEnvironmentLoop
+    from agentkit.environment_loop import EnvironmentLoop
     from components.datasets import make_single_sample_iterator
     from components.environments import BatchedEnvironment
 
@@ -248,7 +248,7 @@ def test_recurrent_unroll_replays_exactly_what_the_actor_computed(reverb_server_
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
                                networks=networks, adder=adder, variable_source=None)
     env = BatchedEnvironment([fakes.match_the_sign(seed=1), fakes.match_the_sign(seed=2)])
-    BatchedEnvironmentLoop(env, actor).run(num_steps=25)  # 10-step episodes: resets inside.
+    EnvironmentLoop(env, actor).run(num_steps=25)  # 10-step episodes: resets inside.
     actor.close()
     samples = make_single_sample_iterator(f"localhost:{server.port}", builder.table_name, 100)
     checked = 0

@@ -8,7 +8,7 @@ import pytest
 import reverb
 
 from agentkit.config import ConfigError
-from agentkit.environment_loop import BatchedEnvironmentLoop
+from agentkit.environment_loop import EnvironmentLoop
 from agentkit.specs import make_environment_spec
 from agents.dqn import DQNLearner
 from agents.rainbow import RainbowBuilder, RainbowConfig, RainbowLearner
@@ -42,7 +42,7 @@ def _setup(reverb_server_factory, **overrides):
     actor = builder.make_actor(policy=builder.make_policy(networks=networks, spec=spec),
                                networks=networks, adder=adder, variable_source=None)
     batched = BatchedEnvironment([env, fakes.discrete_environment(3, episode_length=5, seed=1)])
-    BatchedEnvironmentLoop(batched, actor).run(num_steps=200)
+    EnvironmentLoop(batched, actor).run(num_steps=200)
     actor.close()
     learner = builder.make_learner(networks=builder.make_networks(spec=spec), spec=spec,
                                    iterator=builder.make_dataset_iterator(replay_address=address),

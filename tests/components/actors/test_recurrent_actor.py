@@ -5,7 +5,7 @@ from __future__ import annotations
 import dm_env
 import numpy as np
 
-from agentkit.environment_loop import BatchedEnvironmentLoop
+from agentkit.environment_loop import EnvironmentLoop
 from components.actors import BatchedRecurrentActor
 from components.adders import PerEnvironmentAdders
 from components.environments import BatchedEnvironment
@@ -45,7 +45,7 @@ def test_states_are_per_environment_and_reset_at_episode_starts():
     adders = [RecordingAdder(), RecordingAdder()]  # Each environment's, behind one adder.
     actor = BatchedRecurrentActor(CountingPolicy(), lambda b: (np.zeros(b, np.float32),),
                                   PerEnvironmentAdders(adders))
-    BatchedEnvironmentLoop(env, actor).run(num_steps=40)
+    EnvironmentLoop(env, actor).run(num_steps=40)
     for adder, length in zip(adders, lengths):
         # Each episode's steps begin from states 0, 1, ..., length - 1: a fresh
         # state at every episode start, whatever the other environment does.
