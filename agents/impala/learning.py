@@ -115,11 +115,11 @@ class IMPALALearner(SGDLearner):
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
                          epochs_per_batch=epochs_per_batch, sample_signature=batched)
 
-    def _step(self, sample: dict) -> dict[str, tf.Tensor]:
-        """The loop's step, after the batch's observations moved the network's input
-        statistics (once a batch, whatever its epochs; only when it normalises them)."""
+    def prepare(self, sample: dict) -> tuple[dict, dict[str, tf.Tensor]]:
+        """The batch as it is, once its observations moved the network's input statistics
+        (once a batch, whatever its epochs; only when it normalises them)."""
         observe_inputs(self._network, sample["observation"])
-        return super()._step(sample)
+        return sample, {}
 
     def _as_time_major(self, batch: dict) -> dict:
         """The rollout layout: observations [T+1, B], the rest [T, B]."""

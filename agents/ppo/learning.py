@@ -12,9 +12,10 @@ update, m_t the mask and d_t the discount of step t:
 
 so a terminated episode (d = 0) bootstraps nothing, a truncated one (d = 1)
 bootstraps from its last observation, and nothing flows across an episode's
-end or a reset step (m = 0). Then `num_epochs` times, over the T E steps in
-a fresh random order cut into `num_minibatches` minibatches, one SGD step
-each on (means over the steps with m_t = 1; A normalised in the minibatch;
+end or a reset step (m = 0). Then the one learner loop's epochs
+(`components.learners.SGDLearner`, `minibatches_per_epoch`): `num_epochs`
+times, over the T E steps in a fresh random order cut into `num_minibatches`
+minibatches, one SGD step each on (means over the steps with m_t = 1; A normalised in the minibatch;
 rho_t = pi(a_t|o_t) / mu(a_t|o_t), mu the logits that acted):
 
     pg_loss    = -mean min(rho_t A_t, clip(rho_t, 1 - eps, 1 + eps) A_t)   (eps = 0: -mean rho A)
@@ -98,13 +99,10 @@ class PPOLearner(SGDLearner):
         self._baseline_cost = float(baseline_cost)
         self._entropy_cost = float(entropy_cost)
         self._normalize = bool(normalize_advantages)
-        self._num_epochs = int(num_epochs)
-        self._num_minibatches = int(num_minibatches)
         # Rounds learned: the version actors wait on (saved with the checkpoint).
         self._version = tf.Variable(0, dtype=tf.int64, trainable=False, name="policy_version")
         # kl_target > 0: the rate adapts after every SGD step to the KL that step measured.
-        self._kl_schedule = KLAdaptive(learning_rate, kl_target) if kl_target > 0 else None
-        schedule = self._kl_schedule or LinearDecay(
+        schedule = KLAdaptive(learning_rate, kl_target) if kl_target > 0 else LinearDecay(
             learning_rate, learning_rate_final, learning_rate_decay_steps)
         if optimizer == "rmsprop":  # A2C's: stable-baselines3's alpha 0.99.
             opt = snt.optimizers.RMSProp(schedule.rate, decay=0.99, epsilon=epsilon)
@@ -113,18 +111,12 @@ class PPOLearner(SGDLearner):
         groups = [OptimizerGroup("optimizer", "loss", network.trainable_variables, opt, schedule)]
         batched = tree.map_structure(
             lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
+        # The loop runs the epochs of minibatches; this learner gives the round's steps
+        # (`prepare`), their loss, and counts the rounds (`_after_batch`).
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
-                         sgd_steps_per_batch=self._num_epochs * self._num_minibatches,
+                         epochs_per_batch=num_epochs,
+                         minibatches_per_epoch=num_minibatches, shuffle_seed=seed,
                          sample_signature=batched)
-        self._rng = tf.random.Generator.from_seed(seed)
-        observation = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape[2:]), s.dtype),
-            signature["observation"])
-        flat = tf.TensorSpec((None,), tf.float32)
-        self._sgd_fn = tf.function(self._one_sgd_step, input_signature=[{
-            "observation": observation, "action": tf.TensorSpec((None,), tf.int32),
-            "behaviour_logp": flat, "advantage": flat, "return": flat, "value": flat,
-            "mask": flat}], autograph=self._autograph)
         self._published_version: int | None = None  # The version as of the last round.
 
     # -- one round ---------------------------------------------------------------------
@@ -159,51 +151,20 @@ class PPOLearner(SGDLearner):
         }
         return tree.map_structure(_merge_leading, steps)
 
-    def _step(self, batch: dict) -> dict[str, tf.Tensor]:
-        """One learner step, compiled: the observation statistics moved by the round's
-        observations (when the network normalises them), the round's advantages, then its
-        epochs of minibatch SGD steps in a while loop that calls the compiled SGD step."""
+    def prepare(self, batch: dict) -> tuple[dict, dict[str, tf.Tensor]]:
+        """Once a round, compiled: the observation statistics moved by the round's
+        observations (when the network normalises them), then the round's steps with their
+        advantages, which the loop's epochs cut into minibatches; and the policy lag."""
         observe_inputs(self._network, batch["observation"])
         steps = self.advantages(batch)
         lag = steps.pop("policy_lag")
-        n = tf.shape(steps["mask"])[0]
-        size = n // self._num_minibatches
-        # A fresh random order of the round's steps for each epoch, cut into minibatches.
-        order = tf.argsort(self._rng.uniform([self._num_epochs, n]), axis=1)
-        order = tf.reshape(order[:, :size * self._num_minibatches], [-1, size])
-        total = tf.shape(order)[0]
-        outputs = self._sgd_fn.get_concrete_function().structured_outputs
-        averaged = [name for name, v in outputs.items()
-                    if v.dtype.is_floating and name != "learning_rate"]
+        return steps, {"policy_lag_mean": tf.reduce_mean(lag),
+                       "policy_lag_max": tf.reduce_max(lag)}
 
-        def body(i, sums, finite):
-            metrics = self._sgd_fn(tree.map_structure(lambda x: tf.gather(x, order[i]), steps))
-            adapted = []
-            if self._kl_schedule is not None:
-                # The step's KL was measured before its update, as rl_games' schedule does;
-                # the next step (through i) waits for the new rate.
-                adapted.append(self._kl_schedule.adapt(metrics["approx_kl"]))
-            sums = {name: sums[name] + metrics[name] for name in averaged}
-            with tf.control_dependencies(adapted):
-                return i + 1, sums, tf.logical_and(finite, metrics["finite"])
-
-        zeros = {name: tf.zeros([], outputs[name].dtype) for name in averaged}
-        # Stops after a non-finite step (it changed nothing): the loop raises, naming it.
-        done, sums, finite = tf.while_loop(
-            lambda i, sums, finite: tf.logical_and(i < total, finite), body,
-            (tf.constant(0), zeros, tf.constant(True)))
-        count = tf.cast(done, tf.float32)
-        means = {name: value / count for name, value in sums.items()}
-        means.update(finite=finite, learning_rate=tf.identity(self._groups[0].schedule.rate),
-                     policy_lag_mean=tf.reduce_mean(lag), policy_lag_max=tf.reduce_max(lag))
-        # Last: actors see the new version only with the new weights.
+    def _after_batch(self, finite: tf.Tensor) -> None:
+        """Last: actors see the new version only with the new weights."""
         with tf.control_dependencies([finite]):
             self._version.assign_add(tf.cast(finite, tf.int64))
-        return means
-
-    def _one_sgd_step(self, steps: dict) -> dict[str, tf.Tensor]:
-        metrics, _, _ = self._sgd_step(steps)
-        return metrics
 
     # -- one SGD step --------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ import tensorflow as tf
 class LinearDecay:
     """A learning rate going linearly from `initial` to `final` over `steps` (0: constant).
 
-    `rate` is a tf.Variable for the optimizer; call `update(num_steps)` inside
-    the compiled step after each update.
+    `rate` is a tf.Variable for the optimizer; the learner loop calls
+    `update(num_steps, metrics)` inside the compiled step after each update.
     """
 
     def __init__(self, initial: float, final: float | None = None, steps: int = 0):
@@ -18,7 +18,8 @@ class LinearDecay:
         self._final = float(initial if final is None else final)
         self._steps = int(steps)
 
-    def update(self, num_steps: tf.Tensor) -> None:
+    def update(self, num_steps: tf.Tensor, metrics: dict | None = None) -> None:
+        del metrics  # This rate follows the step count alone.
         if self._steps > 0:
             fraction = tf.minimum(tf.cast(num_steps, tf.float32) / float(self._steps), 1.0)
             self.rate.assign(self._initial + fraction * (self._final - self._initial))
@@ -32,7 +33,9 @@ class KLAdaptive:
     The rate climbs while the policy moves little and falls as soon as it moves too much, so
     large batches (few updates) need no hand-tuned rate; PPO's Atari preset uses it as
     rl_games' Pong settings do (its run with and without it is not compared yet).
-    `rate` is a tf.Variable (saved with the learner); `adapt(kl)` runs in the compiled step.
+    `rate` is a tf.Variable (saved with the learner); the learner loop's `update(num_steps,
+    metrics)` after each applied step adapts it to the step's `approx_kl` (the loss's
+    KL from the behaviour policy, measured before the update, as rl_games' schedule does).
     """
 
     def __init__(self, initial: float, target: float, factor: float = 1.5,
@@ -45,8 +48,12 @@ class KLAdaptive:
         self._target, self._factor = float(target), float(factor)
         self._low, self._high = float(low), float(high)
 
-    def update(self, num_steps: tf.Tensor) -> None:
-        """Nothing: this rate follows the policy's change (`adapt`), not the step count."""
+    def update(self, num_steps: tf.Tensor, metrics: dict | None = None) -> None:
+        """Adapts the rate to the step's KL (`metrics["approx_kl"]`), not to the step count."""
+        del num_steps
+        if metrics is None or "approx_kl" not in metrics:
+            raise ValueError("KLAdaptive follows the loss's 'approx_kl', which it does not give")
+        self.adapt(metrics["approx_kl"])
 
     def adapt(self, kl: tf.Tensor) -> tf.Operation:
         """Moves the rate for the KL of the step just taken; returns the assignment."""

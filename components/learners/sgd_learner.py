@@ -1,15 +1,18 @@
 """The one learner loop: an agent gives its loss, the loop does everything else.
 
-Per learner step, on one batch (or on each of K slices of it, Acme's
-`num_sgd_steps_per_step`; and E times over the batch with `epochs_per_batch`,
-Sample Factory's APPO epochs):
+Per learner step, on one batch, made ready once by the agent's `prepare`
+(PPO: its advantages; default: the batch itself): one SGD step on it, or on
+each of K slices of it (Acme's `num_sgd_steps_per_step`), E times over it
+(`epochs_per_batch`, Sample Factory's APPO epochs); or, with
+`minibatches_per_epoch` M > 1, E epochs each over a fresh random order of the
+batch's rows cut into M minibatches, one SGD step each (PPO's):
 
     outputs  = loss(sample)                         the agent's math, under a tape
     g_l      = clip_by_global_norm(d outputs[l] / d vars(l), max_norm)   per loss term l
     finite   = every loss term, every gradient norm (and `_finite_terms`) finite
     if finite:
         optimizer_i.apply(g_l, vars_i)              for each OptimizerGroup i of term l
-        num_steps += 1; schedules, target networks updated
+        num_steps += 1; schedules (with the step's metrics), target networks updated
         priorities -> replay                        where outputs carry "priorities"
 
 One `step()` runs `batches_per_call` such steps in one compiled call
@@ -107,12 +110,17 @@ class SGDLearner(VariablesSaveable, core.Learner):
         targets: TargetUpdate | None = None,
         sgd_steps_per_batch: int = 1,
         epochs_per_batch: int = 1,
+        minibatches_per_epoch: int = 1,
+        shuffle_seed: int = 0,
         sample_signature: Any = None,
     ):
         if sgd_steps_per_batch < 1:
             raise ValueError(f"num_sgd_steps_per_step must be >= 1, got {sgd_steps_per_batch}")
         if epochs_per_batch < 1:
             raise ValueError(f"num_epochs must be >= 1, got {epochs_per_batch}")
+        if minibatches_per_epoch < 1 or (minibatches_per_epoch > 1 and sgd_steps_per_batch > 1):
+            raise ValueError(f"num_minibatches must be >= 1 (and 1 with num_sgd_steps_per_step "
+                             f"> 1), got {minibatches_per_epoch}")
         if not groups:
             raise ValueError("a learner needs at least one OptimizerGroup")
         self._iterator = io.iterator
@@ -127,6 +135,11 @@ class SGDLearner(VariablesSaveable, core.Learner):
         self._batches_per_call = int(io.batches_per_call)
         self._sgd_steps = int(sgd_steps_per_batch)
         self._epochs = int(epochs_per_batch)
+        self._minibatches = int(minibatches_per_epoch)
+        self._shuffle = tf.random.Generator.from_seed(shuffle_seed)
+        # One SGD step on a minibatch, compiled on its own and called from the epochs' loop.
+        self._minibatch_fn = tf.function(lambda data: self._sgd_step(data)[0],
+                                         autograph=self._autograph, reduce_retracing=True)
         self._priority_writer = None
         if io.replay_client is not None:
             self._priority_writer = PriorityWriter(io.replay_client, io.table,
@@ -147,6 +160,17 @@ class SGDLearner(VariablesSaveable, core.Learner):
     def loss(self, sample: Any) -> dict[str, tf.Tensor]:
         raise NotImplementedError
 
+    def prepare(self, sample: Any) -> tuple[Any, dict[str, tf.Tensor]]:
+        """The batch as the SGD steps take it (with minibatches: rows along the leading axis),
+        and metrics of the batch as a whole; once a batch, whatever its epochs, compiled. By
+        default the sample itself and none. PPO: its advantages and the policy lag; IMPALA:
+        the input normaliser's statistics moved by the batch."""
+        return sample, {}
+
+    def _after_batch(self, finite: tf.Tensor) -> None:
+        """In the compiled step, after the batch's SGD steps (`finite`: all applied)."""
+        del finite
+
     def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         raise NotImplementedError
 
@@ -161,15 +185,51 @@ class SGDLearner(VariablesSaveable, core.Learner):
     # -- the compiled step ---------------------------------------------------------
 
     def _step(self, sample: Any) -> dict[str, tf.Tensor]:
-        """`epochs_per_batch` passes over the batch (APPO's epochs), each `_one_pass`; the
-        metrics are the last pass's, and a non-finite pass ends the loop."""
-        metrics = self._one_pass(sample)
-        if self._epochs == 1:
-            return metrics
-        _, metrics = tf.while_loop(
-            lambda i, metrics: tf.logical_and(i < self._epochs, metrics["finite"]),
-            lambda i, metrics: (i + 1, self._one_pass(sample)), (tf.constant(1), metrics))
+        """The batch made ready (`prepare`), then its epochs: of minibatches, or of passes
+        over the whole batch (APPO's epochs; their metrics the last pass's); a non-finite
+        step ends them."""
+        data, batch_metrics = self.prepare(sample)
+        if self._minibatches > 1:
+            metrics = self._minibatch_epochs(data)
+        else:
+            metrics = self._one_pass(data)
+            if self._epochs > 1:
+                _, metrics = tf.while_loop(
+                    lambda i, metrics: tf.logical_and(i < self._epochs, metrics["finite"]),
+                    lambda i, metrics: (i + 1, self._one_pass(data)), (tf.constant(1), metrics))
+        metrics = dict(metrics, **batch_metrics)
+        self._after_batch(metrics["finite"])
         return metrics
+
+    def _minibatch_epochs(self, data: Any) -> dict[str, tf.Tensor]:
+        """`epochs_per_batch` epochs, each over a fresh random order of the N rows cut into M
+        minibatches of N // M (the rest of the order left out), one SGD step each. The
+        metrics are the means over the steps taken; a non-finite step (which changed
+        nothing) ends the loop, and the loop raises naming it."""
+        n = tf.shape(tf.nest.flatten(data)[0])[0]
+        size = n // self._minibatches
+        order = tf.argsort(self._shuffle.uniform([self._epochs, n]), axis=1)
+        order = tf.reshape(order[:, :size * self._minibatches], [-1, size])
+
+        def minibatch(i):
+            return tf.nest.map_structure(lambda x: tf.gather(x, order[i]), data)
+
+        first = self._minibatch_fn(minibatch(0))
+        averaged = [name for name, v in first.items()
+                    if v.dtype.is_floating and name != "learning_rate"]
+
+        def body(i, sums, finite):
+            metrics = self._minibatch_fn(minibatch(i))
+            sums = {name: sums[name] + metrics[name] for name in averaged}
+            return i + 1, sums, tf.logical_and(finite, metrics["finite"])
+
+        done, sums, finite = tf.while_loop(
+            lambda i, sums, finite: tf.logical_and(i < tf.shape(order)[0], finite), body,
+            (tf.constant(1), {name: first[name] for name in averaged}, first["finite"]))
+        count = tf.cast(done, tf.float32)
+        means = {name: value / count for name, value in sums.items()}
+        means.update(finite=finite, learning_rate=tf.identity(self._groups[0].schedule.rate))
+        return means
 
     def _one_pass(self, sample: Any) -> dict[str, tf.Tensor]:
         if self._sgd_steps == 1:
@@ -249,7 +309,7 @@ class SGDLearner(VariablesSaveable, core.Learner):
                 group.optimizer.apply(gradients[i], group.variables)
             self._num_steps.assign_add(1)
             for group in self._groups:
-                group.schedule.update(self._num_steps)
+                group.schedule.update(self._num_steps, metrics)
             if self._targets is not None:
                 self._targets.update(self._num_steps)
             return tf.constant(True)
@@ -288,7 +348,8 @@ class SGDLearner(VariablesSaveable, core.Learner):
         extra = self._extra_log_values(elapsed)
         if elapsed >= 1.0:  # Rates over less than a second say nothing.
             extra["data_wait_fraction"] = min(1.0, self._wait_s / elapsed)
-        self._step_logger.record(metrics, extra, steps=applied * self._sgd_steps * self._epochs)
+        self._step_logger.record(metrics, extra,
+                                 steps=applied * self._sgd_steps * self._epochs * self._minibatches)
         if not finite:
             check_finite(metrics, self._checked_terms, self.num_steps + 1)
 

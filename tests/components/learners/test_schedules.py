@@ -32,8 +32,14 @@ def test_kl_adaptive_stays_within_its_bounds_and_ignores_step_counts():
     for _ in range(5):
         schedule.adapt(tf.constant(0.0))
     assert float(schedule.rate.numpy()) == pytest.approx(2e-3)
-    schedule.update(tf.constant(10_000))  # A step count does not move it.
+    # The loop's update: the step's KL moves it, the step count does not.
+    schedule.update(tf.constant(10_000), {"approx_kl": tf.constant(0.01)})
     assert float(schedule.rate.numpy()) == pytest.approx(2e-3)
+    schedule.update(tf.constant(10_001), {"approx_kl": tf.constant(0.05)})
+    assert float(schedule.rate.numpy()) == pytest.approx(2e-3 / 1.5)
+    with pytest.raises(ValueError, match="'approx_kl'"):
+        schedule.update(tf.constant(1), {"loss": tf.constant(1.0)})
+    schedule.adapt(tf.constant(0.0))
     for _ in range(20):
         schedule.adapt(tf.constant(1.0))
     assert float(schedule.rate.numpy()) == pytest.approx(1e-4)

@@ -185,3 +185,61 @@ def test_bad_arguments_fail_clearly():
         TargetUpdate([], period=0)
     with pytest.raises(ValueError, match="at least one OptimizerGroup"):
         SGDLearner(io=LearnerIO(iter(())), groups=[], max_gradient_norm=1.0)
+
+
+class RowCounter(SGDLearner):
+    """Records, with a plain SGD step of rate 1 on loss = -mean(w * id_one_hot), how often
+    each row id of a batch was in a minibatch: w[id] grows by 1 / minibatch size each time."""
+
+    def __init__(self, iterator, rows, epochs, minibatches, **kwargs):
+        self.w = tf.Variable(tf.zeros([rows]))
+        self.prepared = tf.Variable(0)
+        schedule = LinearDecay(1.0)
+        plain_sgd = snt.optimizers.Momentum(schedule.rate, momentum=0.0)
+        groups = [OptimizerGroup("optimizer", "loss", [self.w], plain_sgd, schedule)]
+        super().__init__(io=LearnerIO(iterator), groups=groups, max_gradient_norm=1e9,
+                         epochs_per_batch=epochs, minibatches_per_epoch=minibatches, **kwargs)
+
+    def prepare(self, sample):
+        self.prepared.assign_add(1)
+        return {"id": tf.range(tf.shape(sample)[0]), "x": sample}, {"rows": tf.size(sample)}
+
+    def loss(self, data):
+        one_hot = tf.one_hot(data["id"], tf.size(self.w))
+        return {"loss": -tf.reduce_mean(tf.reduce_sum(one_hot * self.w, axis=1)),
+                "x_mean": tf.reduce_mean(data["x"])}
+
+    def _network_groups(self):
+        return {"w": [self.w]}
+
+    def _served_variables(self):
+        return {"w": [self.w]}
+
+
+@pytest.mark.parametrize("rows, minibatches", [(12, 4), (14, 4)])
+def test_minibatch_epochs_take_every_row_once_an_epoch_in_a_fresh_order(rows, minibatches):
+    """PPO's epochs, in the loop: E epochs x M minibatches of N // M rows (the rest of each
+    epoch's order left out), one SGD step each; `prepare` runs once a batch."""
+    epochs, size = 3, rows // minibatches
+    batch = tf.constant(np.arange(rows, dtype=np.float32))
+    learner = RowCounter(iter([batch]), rows, epochs, minibatches)
+    learner.step()
+    assert learner.num_steps == epochs * minibatches and int(learner.prepared.numpy()) == 1
+    taken = learner.w.numpy() * size  # Times each row was in a minibatch.
+    np.testing.assert_allclose(taken.sum(), epochs * minibatches * size, rtol=1e-5)
+    if rows % minibatches == 0:  # Every row once an epoch.
+        np.testing.assert_allclose(taken, epochs, rtol=1e-5)
+    else:  # At most once an epoch; 2 rows left out of each epoch.
+        assert taken.max() <= epochs + 1e-4 and taken.min() >= -1e-4
+
+
+def test_minibatch_metrics_are_means_over_the_steps_with_the_batchs_own():
+    rows, minibatches, epochs = 8, 4, 2
+    batch = tf.constant(np.arange(rows, dtype=np.float32))
+    learner = RowCounter(iter(()), rows, epochs, minibatches)
+    metrics = learner._step_fn(batch)
+    # Each epoch's minibatches cover every row once: the mean of x over them is the mean of x.
+    assert float(metrics["x_mean"]) == pytest.approx(np.arange(rows).mean())
+    assert int(metrics["rows"]) == rows and bool(metrics["finite"])
+    with pytest.raises(ValueError, match="num_minibatches must be >= 1"):
+        RowCounter(iter(()), rows, 1, 0)
