@@ -46,6 +46,7 @@ def prepare(run: RunSpec):
     from agentkit.config import ConfigError
     from agentkit.specs import make_environment_spec
     from components.environments import UnknownEnvironmentError
+    from components.learners import target_copies
     from launch_programs.agent_program import check_inference
 
     factory = functools.partial(environment_factory, run.env,
@@ -74,9 +75,13 @@ def prepare(run: RunSpec):
     except ConfigError as e:
         raise UsageError(str(e)) from None
     try:
-        builder.make_networks(spec=spec)
+        networks = builder.make_networks(spec=spec)
     except (ConfigError, ValueError) as e:
         raise UsageError(f"--agent={run.agent} does not fit --env={run.env}: {e}") from None
+    try:  # The learner's targets are a second call: it must give the same networks.
+        target_copies(networks, builder.make_networks(spec=spec))
+    except ValueError as e:
+        raise UsageError(f"--agent={run.agent}: {e}") from None
     return builder, factory, spec
 
 

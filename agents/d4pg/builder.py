@@ -20,9 +20,9 @@ from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
 from agents.d4pg.config import D4PGConfig
 from agents.d4pg.learning import D4PGLearner
-from agents.d4pg.networks import copy_networks, make_networks
+from agents.d4pg.networks import make_networks
 from components.actors import BatchedFeedForwardActor, GaussianNoisePolicy
-from components.learners import make_learner_io
+from components.learners import make_learner_io, target_copies
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
 
@@ -62,7 +62,7 @@ class D4PGBuilder(NStepTransitionReplay):
         c = self.config
         io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
                              logger, c.batches_per_call)
-        targets = copy_networks(networks, spec, c)
+        targets = target_copies(networks, self.make_networks(spec=spec))
         return D4PGLearner(
             policy=networks["policy"],
             critic=networks["critic"],

@@ -21,13 +21,3 @@ def make_networks(spec: EnvironmentSpec, config: D4PGConfig) -> dict[str, snt.Mo
                                spec.observations)
     critic(dummy, policy(dummy))
     return {"policy": policy, "critic": critic}
-
-
-def copy_networks(networks: dict[str, snt.Module], spec: EnvironmentSpec,
-                  config: D4PGConfig) -> dict[str, snt.Module]:
-    """New networks of the same architecture holding the same values (the targets)."""
-    clones = make_networks(spec, config)
-    for name, network in networks.items():
-        for target, source in zip(clones[name].variables, network.variables):
-            target.assign(source)
-    return clones

@@ -23,7 +23,7 @@ from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
 from components.environments import family_preset, family_program_preset
-from components.learners import make_learner_io
+from components.learners import make_learner_io, target_copies
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
 
@@ -99,20 +99,11 @@ class DQNBuilder(NStepTransitionReplay):
         return BatchedFeedForwardActor(policy, adder, client, priority_fn,
                                        fused_priority_policy=fused)
 
-    def _make_q_network(self, spec: EnvironmentSpec):
-        """A fresh Q-network (an agent with another network, Rainbow, returns its own)."""
-        return make_q_network(spec, self.config)
-
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
-        return {"q": self._make_q_network(spec)}
-
-    def _target_network(self, network, spec: EnvironmentSpec):
-        """A fresh network holding the online network's values. Not through
-        `make_networks`: the contract counts that call once per node."""
-        clone = self._make_q_network(spec)
-        for target, source in zip(clone.variables, network.variables):
-            target.assign(source)
-        return clone
+        """{"q": a Q-network, [B, ...] observations -> [B, A] values}: the one network hook
+        (Rainbow's, or an agent's outside the repository, returns its own); the learner's
+        target is a second call of it."""
+        return {"q": make_q_network(spec, self.config)}
 
     learner_class = DQNLearner  # An agent with another loss (Rainbow) names its own.
 
@@ -125,7 +116,7 @@ class DQNBuilder(NStepTransitionReplay):
                              logger, c.batches_per_call)
         return self.learner_class(
             network=networks["q"],
-            target_network=self._target_network(networks["q"], spec),
+            target_network=target_copies(networks, self.make_networks(spec=spec))["q"],
             io=io,
             learning_rate=c.learning_rate,
             target_update_period=c.target_update_period,

@@ -57,7 +57,20 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
 
 
 class DQNLearner(SGDLearner):
-    """Trains a Q-network from replay samples."""
+    """Trains a Q-network from replay samples.
+
+    A subclass with another loss (Rainbow's, or an agent's outside the repository) overrides
+    `loss(sample)` and reads its inputs by these public names: `network` and
+    `target_network` (from the builder's `make_networks`), `double_q`, and
+    `importance_sampling_exponent` (0 without prioritized replay). The sample is a
+    `reverb.ReplaySample`: `sample.data` a `agentkit.types.Transition` of [B, ...] tensors
+    (observation, action int32, reward and discount float32 (the adder's n-step return and
+    its total bootstrap discount), next_observation, extras), `sample.info.probability` the
+    items' sampling probabilities. The returned "priorities" [B] (float, >= 0) replace the
+    sampled items' priorities (the table samples in proportion to priority^alpha, its
+    `priority_exponent`); new items enter with the |TD| their actor computed with its own
+    weights (Ape-X, `--actor_priorities`, on DQN's loss's scale) or else with priority 1.
+    """
 
     def __init__(
         self,
@@ -76,11 +89,11 @@ class DQNLearner(SGDLearner):
         double_q: bool = True,
         num_sgd_steps_per_step: int = 1,
     ):
-        self._network = network
-        self._target_network = target_network
+        self.network = network
+        self.target_network = target_network
         self._delta = huber_loss_parameter
-        self._beta = importance_sampling_exponent
-        self._double_q = double_q
+        self.importance_sampling_exponent = importance_sampling_exponent
+        self.double_q = double_q
         group = OptimizerGroup.adam(network.trainable_variables, learning_rate,
                                     learning_rate_final, learning_rate_decay_steps, adam_epsilon)
         self._optimizer = group.optimizer
@@ -98,15 +111,15 @@ class DQNLearner(SGDLearner):
         o_tm1, a_tm1, o_t = transitions.observation, transitions.action, \
             transitions.next_observation
         r_t, d_t = transitions.reward, transitions.discount
-        q_tm1 = self._network(o_tm1)
-        q_t_target = self._target_network(o_t)
-        q_t_selector = self._network(o_t) if self._double_q else q_t_target
+        q_tm1 = self.network(o_tm1)
+        q_t_target = self.target_network(o_t)
+        q_t_selector = self.network(o_t) if self.double_q else q_t_target
         a_t = tf.argmax(q_t_selector, axis=-1, output_type=tf.int32)
         bootstrap = tf.gather(q_t_target, a_t, batch_dims=1)
         y = tf.stop_gradient(r_t + d_t * bootstrap)
         q_a = tf.gather(q_tm1, tf.cast(a_tm1, tf.int32), batch_dims=1)
         td = y - q_a
-        weights = importance_weights(sample.info.probability, self._beta)
+        weights = importance_weights(sample.info.probability, self.importance_sampling_exponent)
         return {
             "loss": tf.reduce_mean(weights * huber(td, self._delta)),
             "priorities": tf.abs(td),
@@ -115,7 +128,7 @@ class DQNLearner(SGDLearner):
         }
 
     def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
-        return {"q": self._network.variables, "q_target": self._target_network.variables}
+        return {"q": self.network.variables, "q_target": self.target_network.variables}
 
     def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
         return self._network_groups()

@@ -20,12 +20,12 @@ from agentkit.loggers import Logger
 from agentkit.specs import EnvironmentSpec
 from agents.r2d2.config import R2D2Config
 from agents.r2d2.learning import R2D2Learner
-from agents.r2d2.networks import copy_network, make_networks
+from agents.r2d2.networks import make_networks
 from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
 from components.adders import PerEnvironmentAdders, SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
 from components.environments import family_preset, family_program_preset
-from components.learners import make_learner_io
+from components.learners import make_learner_io, target_copies
 from components.replay import make_rate_limiter, make_replay_table
 from components.variable_client import make_variable_client
 
@@ -128,7 +128,7 @@ class R2D2Builder(ActorLearnerBuilder):
                              c.batches_per_call)
         return R2D2Learner(
             network=networks["q"],
-            target_network=copy_network(networks["q"], spec, c),
+            target_network=target_copies(networks, self.make_networks(spec=spec))["q"],
             io=io,
             burn_in=c.burn_in,
             discount=c.discount,

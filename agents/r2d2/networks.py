@@ -25,12 +25,3 @@ def make_recurrent_q_network(spec: EnvironmentSpec, config: R2D2Config) -> Recur
 def make_networks(spec: EnvironmentSpec, config: R2D2Config) -> dict:
     """The online network; the learner copies it into its target network."""
     return {"q": make_recurrent_q_network(spec, config)}
-
-
-def copy_network(network: RecurrentQNetwork, spec: EnvironmentSpec,
-                 config: R2D2Config) -> RecurrentQNetwork:
-    """A new network of the same architecture holding the same values."""
-    clone = make_recurrent_q_network(spec, config)
-    for target, source in zip(clone.variables, network.variables):
-        target.assign(source)
-    return clone

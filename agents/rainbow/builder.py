@@ -12,7 +12,7 @@ from agentkit.specs import EnvironmentSpec
 from agents.dqn import DQNBuilder, DQNLearner
 from agents.rainbow.config import RainbowConfig
 from agents.rainbow.learning import RainbowLearner
-from agents.rainbow.networks import RainbowNetwork, make_network
+from agents.rainbow.networks import make_network
 from components.actors import EpsilonGreedyPolicy
 from components.networks import set_noise
 
@@ -22,8 +22,8 @@ class RainbowBuilder(DQNBuilder):
 
     config_class = RainbowConfig
 
-    def _make_q_network(self, spec: EnvironmentSpec) -> RainbowNetwork:
-        return make_network(spec, self.config)
+    def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
+        return {"q": make_network(spec, self.config)}
 
     def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
                     evaluation: bool = False, seed: int = 0, actor_id: int = 0,

@@ -32,17 +32,17 @@ class RainbowLearner(DQNLearner):
         transitions = sample.data
         o_tm1, o_t = transitions.observation, transitions.next_observation
         a_tm1 = tf.cast(transitions.action, tf.int32)
-        logits_tm1 = self._network.logits(o_tm1)
-        logits_t = self._target_network.logits(o_t)
-        if self._double_q:
-            q_t_selector = self._network(o_t)
+        logits_tm1 = self.network.logits(o_tm1)
+        logits_t = self.target_network.logits(o_t)
+        if self.double_q:
+            q_t_selector = self.network(o_t)
         else:
-            q_t_selector = self._target_network.q_values(logits_t)
+            q_t_selector = self.target_network.q_values(logits_t)
         cross_entropy = categorical_double_q_loss(
             logits_tm1, a_tm1, transitions.reward, transitions.discount, logits_t, q_t_selector,
-            self._network.atoms)
-        weights = importance_weights(sample.info.probability, self._beta)
-        q_a = tf.gather(self._network.q_values(logits_tm1), a_tm1, batch_dims=1)
+            self.network.atoms)
+        weights = importance_weights(sample.info.probability, self.importance_sampling_exponent)
+        q_a = tf.gather(self.network.q_values(logits_tm1), a_tm1, batch_dims=1)
         return {
             "loss": tf.reduce_mean(weights * cross_entropy),
             "priorities": cross_entropy,

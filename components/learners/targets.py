@@ -1,4 +1,6 @@
-"""Target networks that trail the online ones: a copy every N steps, or Polyak averaging."""
+"""Target networks that trail the online ones: made as copies of the online networks
+(`target_copies`, from the builder's one network hook), then a copy every N steps, or Polyak
+averaging (`TargetUpdate`)."""
 
 from __future__ import annotations
 
@@ -39,3 +41,37 @@ class TargetUpdate:
                 return tf.constant(True)
 
             tf.cond(tf.equal(num_steps % self._period, 0), copy, lambda: tf.constant(False))
+
+
+def mismatch(online: snt.Module, other: snt.Module) -> str | None:
+    """How two networks' variables differ (count, or the first shape that does), or None."""
+    a, b = online.variables, other.variables
+    if len(a) != len(b):
+        return f"{len(a)} variables against {len(b)}"
+    for x, y in zip(a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return (f"{x.name} {x.shape.as_list()} {x.dtype.name} against "
+                    f"{y.name} {y.shape.as_list()} {y.dtype.name}")
+    return None
+
+
+def target_copies(online: dict[str, snt.Module], fresh: dict[str, snt.Module],
+                  names: Sequence[str] | None = None) -> dict[str, snt.Module]:
+    """Target networks: `fresh` (a second call of the builder's `make_networks`, so that an
+    agent overriding that one hook gets matching targets) holding `online`'s values, for
+    `names` (default: all). A target that does not match its online network fails in one
+    line naming the hook."""
+    targets = {}
+    for name in (list(online) if names is None else names):
+        if name not in fresh:
+            raise ValueError(f"make_networks: a second call gave no '{name}' network for the "
+                             f"target (the learner's targets are made by it)")
+        problem = mismatch(online[name], fresh[name])
+        if problem:
+            raise ValueError(f"make_networks: the target '{name}' made by a second call does "
+                             f"not match the online network ({problem}); the learner's targets "
+                             f"are made by it: it must build the same networks every call")
+        for target, source in zip(fresh[name].variables, online[name].variables):
+            target.assign(source)
+        targets[name] = fresh[name]
+    return targets

@@ -84,7 +84,8 @@ def test_the_program_calls_each_part_by_keyword_where_the_contract_says():
     calls = builder.calls
     assert calls["make_replay_tables"] == 1
     assert calls["make_dataset_iterator"] == 1 and calls["make_learner"] == 1
-    assert calls["make_networks"] == 1 + 2 + 1  # Learner, two actors, evaluator.
+    # Learner (its networks, and its target as a second call), two actors, evaluator.
+    assert calls["make_networks"] == 2 + 2 + 1
     assert calls["make_policy"] == 2 + 1
     assert calls["make_actor"] == 2 * 2 + 1  # Two groups per actor; the evaluator's.
     assert calls["make_adder"] == 2 * 2  # One per group of environments.

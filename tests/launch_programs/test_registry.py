@@ -13,9 +13,11 @@ import os
 import sys
 
 import pytest
+import tensorflow as tf
 
 from launch_programs import registry, run
 from launch_programs.flag_help import field_comments, flag_help
+from tests.commands import run_module
 from tests.launch_programs.help_text import help_entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -350,3 +352,44 @@ def test_the_example_readme_command_names_a_real_agent(example):
     entry = registry.get_agent("my_agents.greedy_dqn:make_builder")
     assert entry.__name__ == "GreedyDQNBuilder"
     assert {f.name for f in dataclasses.fields(entry.config_class)} >= {"epsilon", "batch_size"}
+
+
+def test_the_example_qr_dqn_brings_its_own_network_and_loss_and_learns(tmp_path):
+    """QR-DQN outside the repository, through the public hooks only (make_networks, and a
+    DQNLearner whose loss reads its public inputs), run as a user runs it: it learns
+    CartPole (random play: about 22)."""
+    out = run_module("launch_programs.run", "--agent=my_agents.qr_dqn:QRDQNBuilder",
+                     "--env=gym:CartPole-v1", "--max_actor_steps=20000", "--num_quantiles=16",
+                     f"--logdir={tmp_path}/run", "--print_every_s=0", timeout=300,
+                     PYTHONPATH=EXAMPLE)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["config"]["num_quantiles"] == 16
+    assert summary["learner_steps"] > 1000
+    assert summary["eval_return_mean_last10"] >= 100, summary["eval_return_mean_last10"]
+
+
+def test_a_network_hook_that_builds_other_networks_each_call_fails_before_launch(
+        example, tmp_path, capsys):
+    """The learner's target is a second call of make_networks: one that does not give the
+    same networks fails in one line naming the hook, before anything starts."""
+    from my_agents import qr_dqn
+
+    sizes = iter([(8,), (16,)] * 4)
+
+    class Drifting(qr_dqn.QRDQNBuilder):
+        def make_networks(self, *, spec):
+            network = qr_dqn.QuantileNetwork(spec.actions.num_values, 4, next(sizes))
+            network(tf.zeros((1,) + tuple(spec.observations.shape), spec.observations.dtype))
+            return {"q": network}
+
+    qr_dqn.Drifting = Drifting
+    try:
+        code = run.main(["--agent=my_agents.qr_dqn:Drifting", f"--logdir={tmp_path}/run"])
+    finally:
+        del qr_dqn.Drifting
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err.startswith("error: --agent=my_agents.qr_dqn:Drifting: make_networks: the "
+                          "target 'q' made by a second call does not match the online network")
+    assert not (tmp_path / "run").exists()

@@ -73,7 +73,7 @@ def _softmax(x):
 def test_the_loss_and_priorities_match_numpy(reverb_server_factory):
     builder, learner, client, address, spec = _setup(reverb_server_factory)
     assert isinstance(learner, RainbowLearner)
-    net, target = learner._network, learner._target_network
+    net, target = learner.network, learner.target_network
     for network in (net, target):  # Deterministic forward passes, to compare.
         assert set_noise(network, False) == 2  # The dueling head's two streams.
     target.variables[0].assign(target.variables[0] * 1.5)  # Target differs from online.
