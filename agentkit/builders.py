@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from agentkit import core
 from agentkit.acting import ActingLayout
 from agentkit.adders import BatchedAdder
+from agentkit.presets import family_preset, family_program_preset
 from agentkit.specs import EnvironmentSpec
 
 if TYPE_CHECKING:  # Annotations only: the vocabulary imports no replay code at run time.
@@ -54,8 +55,8 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
     """Makes an agent's tables, dataset, adders, policies, actors and learner from a config.
 
     Subclasses set `config_class` (a validated dataclass; every field becomes
-    a command-line flag) and may override `preset` (config values for an
-    environment family, such as Atari's).
+    a command-line flag, and its family classmethods and `program_presets` are the
+    agent's presets, `agentkit.presets`).
     """
 
     config_class: ClassVar[type]
@@ -69,20 +70,18 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
 
     @classmethod
     def preset(cls, env: str) -> dict[str, Any]:
-        """Config values that suit the environment named `env` ("atari:Pong"), usually by its
-        family (`components.environments.family_preset`: the config class's `atari()`,
-        `classic_control()`); {} keeps the dataclass defaults. Flags the user gives override
-        these."""
-        del env
-        return {}
+        """Config values that suit the environment named `env` ("atari:Pong"): those of the
+        config class's classmethod named after its family (`atari()`, `classic_control()`;
+        `agentkit.presets`), {} when it has none. Flags the user gives override these."""
+        return family_preset(cls.config_class, env)
 
     @classmethod
     def program_preset(cls, env: str) -> dict[str, Any]:
         """Program flags (fields of `launch_programs.ProgramConfig`: actors, environments per
-        actor, evaluation) that suit this agent on `env`; {} keeps the command line's
+        actor, evaluation) that suit this agent on `env`: the config class's
+        `program_presets[family]`, beside its config values; {} keeps the command line's
         defaults. Flags the user gives override these."""
-        del env
-        return {}
+        return family_program_preset(cls.config_class, env)
 
     def central_inference_problem(self) -> str | None:
         """Why this agent cannot act through a policy that another node holds and batches

@@ -263,7 +263,7 @@ def _applied_preset(builder_class: type, env: str, values: dict, program_config:
                     agent_config: Any) -> dict[str, Any]:
     """The preset values in effect: those of the agent's presets for `env` that differ from
     the dataclass defaults and that no flag overrode."""
-    from components.environments import environment_family
+    from agentkit.presets import environment_family
 
     def in_effect(preset: dict, config: Any) -> dict:
         defaults = {f.name: _field_default(f, {}) for f in dataclasses.fields(config) if f.init}

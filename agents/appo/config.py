@@ -30,10 +30,8 @@ class APPOConfig(IMPALAConfig):
         per environment of a 1 x 8 actor), 20 epochs on each at a rate of 1e-3, gamma 0.98,
         V-trace lambda 0.8, no entropy bonus, gradient norm 0.5, weights fetched once per
         unroll, a queue of 24 unrolls (3 rounds: it bounds the lag when actors outrun the
-        learner), and PPO's network (separate tanh MLPs, orthogonal weights). CartPole to 475
-        on a 2-core AVX2 VM, 50k-step runs: seeds 0-5 9.2, 16.8, 9.6, 16.3, 11.4, 11.4 s
-        (10k-20k steps); with ReLU and Sonnet's init, medians of seeds 0-2 of 15.3 s and 18.9 s
-        in two runs (25k-40k steps). 43.1 s median with IMPALA's defaults."""
+        learner), and PPO's network (separate tanh MLPs, orthogonal weights).
+        (Measured against the alternatives: docs/benchmarks.md, "Figures behind the presets".)"""
         values = dict(
             unroll_length=32, batch_size=8, num_epochs=20, learning_rate=1e-3,
             value_learning_rate=0.0, discount=0.98, vtrace_lambda=0.8, entropy_cost=0.0,

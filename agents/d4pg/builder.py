@@ -8,7 +8,6 @@ builder adds D4PG's networks, policies, actors and learner.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import reverb
 
@@ -31,12 +30,6 @@ class D4PGBuilder(NStepTransitionReplay):
     """Makes D4PG's table, dataset, adders, policies, actors and learner."""
 
     config_class = D4PGConfig
-
-    @classmethod
-    def preset(cls, env: str) -> dict[str, Any]:
-        if env.startswith("control:"):
-            return {"v_min": -150.0, "v_max": 150.0}  # Rewards in [0, 1]: values up to 100.
-        return {}
 
     def make_networks(self, *, spec: EnvironmentSpec) -> Networks:
         return make_networks(spec, self.config)

@@ -71,3 +71,11 @@ class D4PGConfig:
                 self.critic_learning_rate)
         require_replay_fields(self)
         require(self.sigma >= 0, "sigma", ">= 0", self.sigma)
+
+    @classmethod
+    def control(cls, **overrides) -> D4PGConfig:
+        """DeepMind Control Suite tasks: rewards in [0, 1] a step, so values up to 100 over
+        1,000 steps; the distributional critic's support widened to [-150, 150]."""
+        values = dict(v_min=-150.0, v_max=150.0)
+        values.update(overrides)
+        return cls(**values)

@@ -8,7 +8,6 @@ builder adds DQN's networks, policies, actors and learner.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
 
 import reverb
 
@@ -22,7 +21,6 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
-from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io, target_copies
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
@@ -32,31 +30,6 @@ class DQNBuilder(NStepTransitionReplay):
     """Makes DQN's tables, dataset, adders, policies, actors and learner."""
 
     config_class = DQNConfig
-
-    @classmethod
-    def preset(cls, env: str) -> dict[str, Any]:
-        return family_preset(cls.config_class, env)
-
-    # One actor stepping 16 environments (one policy call per 16 steps); classic control's
-    # first evaluation at 5,000 steps as stable-baselines3's, MinAtar's every 25,000 frames.
-    # MinAtar's runs are long: their replay (100k small frames) is checkpointed too, so that a
-    # stopped run resumes with it rather than refilling from empty (its curve dipped so).
-    # Atari: 16 games in ale-py's C++ threads in two alternating groups (the learner, not
-    # acting, sets the pace), 10 evaluation games every 100k steps, and the replay (1M
-    # transitions, about 2 GB with each frame stored once) checkpointed: a Pong run spans
-    # sessions.
-    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "classic_control": {"num_actors": 1, "num_envs_per_actor": 16, "eval_at_start": False},
-        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000,
-                    "checkpoint_replay": True},
-        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 100_000,
-                  "checkpoint_replay": True},
-    }
-
-    @classmethod
-    def program_preset(cls, env: str) -> dict[str, Any]:
-        return family_program_preset(cls.program_presets, env)
 
     def central_inference_problem(self) -> str | None:
         if self._defer_items:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from agentkit.config import require, require_common_fields, require_replay_fields
 from components.networks.precision import COMPUTE_DTYPES
@@ -69,6 +70,23 @@ class DQNConfig:
     variable_update_period: int = 100  # Actor steps between weight fetches.
     max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
+    # The acting layout and other program flags by family, beside the config values of the
+    # classmethods below (agentkit.presets): one actor stepping 16 environments (one policy
+    # call per 16 steps); classic control's first evaluation at 5,000 steps as
+    # stable-baselines3's, MinAtar's every 25,000 frames. MinAtar's replay is checkpointed
+    # too, so that a stopped run resumes with it rather than refilling from empty. Atari: 16
+    # games in ale-py's C++ threads in two alternating groups (the learner, not acting, sets
+    # the pace), 10 evaluation games every 100k steps, and the replay (1M transitions, each
+    # frame stored once) checkpointed: a Pong run spans sessions.
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "classic_control": {"num_actors": 1, "num_envs_per_actor": 16, "eval_at_start": False},
+        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000,
+                    "checkpoint_replay": True},
+        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
+                  "atari_vector_env": True, "eval_every": 100_000,
+                  "checkpoint_replay": True},
+    }
+
     def __post_init__(self):
         require_common_fields(self)
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
@@ -102,10 +120,8 @@ class DQNConfig:
         """Fast settings for CartPole-sized tasks: 7-step returns at a constant lr of 4e-3,
         rl-baselines3-zoo's batch 64, target copy every 10 learner steps, MLP 256x256 without
         a head layer and epsilon 1 -> 0.04 over 4,000 steps; 8 learner steps per compiled
-        call, weights fetched every 25 batched steps, 32 items in flight per adder (10 seeds,
-        median seconds to 475 on CartPole: about 9, against 12 with n = 3 and lr 2.3e-3). With
-        64 in flight, as before, Reverb warned of too many pending items about 1,800 times in
-        a 20k-step run (it warns from 50), at the same steps/s."""
+        call, weights fetched every 25 batched steps, 32 items in flight per adder (with 64, Reverb warned of too many
+        pending items). (Measured: docs/benchmarks.md, "Figures behind the presets".)"""
         values = dict(
             n_step=7, learning_rate=4e-3, learning_rate_decay_steps=0, head_hidden_size=0,
             target_update_period=10, batch_size=64, epsilon_final=0.04,

@@ -13,7 +13,7 @@ launch_programs calls these methods inside whichever node needs each part.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import reverb
 import tensorflow as tf
@@ -42,7 +42,6 @@ from components.adders import (
     unroll_signature,
 )
 from components.datasets import BatchingIterator, make_single_sample_iterator
-from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io
 from components.replay import make_queue_table
 from components.variable_client import make_variable_client
@@ -61,28 +60,6 @@ class IMPALABuilder(ActorLearnerBuilder):
         # is one environment's unroll (None), restarted from its stored core state.
         self.rollout_envs: int | None = (None if config.lstm_size
                                          else self.layout.envs_per_group)
-
-    @classmethod
-    def preset(cls, env: str) -> dict[str, Any]:
-        return family_preset(cls.config_class, env)
-
-    # Classic control: one actor stepping 8 environments, the first evaluation at 5,000 steps
-    # (CartPole to 475, seed 0: 15.5 s at 1,840 steps/s, against 41.3 s with 2 x 4); APPO's
-    # too: a batch of its preset is one unroll of each environment. MinAtar: one actor of 16
-    # games (a batch: one round), evaluated every 25,000 frames.
-    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
-        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
-        # Atari: one actor of 16 games stepped in ale-py's C++ threads, in two alternating
-        # groups (one simulating while the other infers); 10 evaluation games every 250k
-        # steps (a Pong game lasts 800-2,000 agent steps). Pong: 826-1,090 steps/s here.
-        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 250_000},
-    }
-
-    @classmethod
-    def program_preset(cls, env: str) -> dict[str, Any]:
-        return family_program_preset(cls.program_presets, env)
 
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
         """Behaviour logits and the weights' version; with an LSTM, also the core state each

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from agentkit.config import require, require_common_fields
 from components.networks.initializers import INITS
@@ -60,6 +61,20 @@ class IMPALAConfig:
     # Acting.
     variable_update_period: int = 10  # Actor steps (batched) between weight fetches.
     evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
+
+    # The acting layout and other program flags by family, beside the config values of the
+    # classmethods below (agentkit.presets). Classic control: one actor stepping 8
+    # environments, the first evaluation at 5,000 steps; APPO's too (a batch of its preset is
+    # one unroll of each environment). MinAtar: one actor of 16 games (a batch: one round),
+    # evaluated every 25,000 frames. Atari: one actor of 16 games stepped in ale-py's C++
+    # threads, in two alternating groups (one simulating while the other infers); 10
+    # evaluation games every 250k steps (a Pong game lasts 800-2,000 agent steps).
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
+        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
+        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
+                  "atari_vector_env": True, "eval_every": 250_000},
+    }
 
     def __post_init__(self):
         require_common_fields(self)
@@ -124,7 +139,7 @@ class IMPALAConfig:
         where Sonnet's RMSProp adds it; both derived here from the batch size and unroll
         length given (about 1e-9 and 0.125 at B T = 320). The paper's own epsilon (0.01
         inside the root on its summed loss), rescaled so, is 100 times that floor: most
-        weights then stepped as in plain SGD, and Pong (sticky) reached only +4.2 in 3M."""
+        weights then stepped as in plain SGD (docs/agents/impala.md)."""
         batch_size = overrides.get("batch_size", 16)
         steps = batch_size * overrides.get("unroll_length", cls.unroll_length)
         values = dict(

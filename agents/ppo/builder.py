@@ -9,7 +9,6 @@ queue's items hold `num_envs_per_actor` environments.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
 
 import reverb
 
@@ -26,7 +25,6 @@ from agents.ppo.learning import PPOLearner
 from components.actors import BatchedFeedForwardActor, SamplingPolicy
 from components.adders import BatchedRolloutAdder, rollout_signature
 from components.datasets import BatchingIterator, make_single_sample_iterator
-from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io
 from components.networks import make_policy_value_network
 from components.replay import make_queue_table
@@ -56,27 +54,6 @@ class PPOBuilder(ActorLearnerBuilder):
             raise ConfigError(f"--num_minibatches: must be at most the {steps} steps of a round "
                               f"(rollout_length x num_envs_per_actor x num_actors), got "
                               f"{config.num_minibatches}")
-
-    @classmethod
-    def preset(cls, env: str) -> dict[str, Any]:
-        return family_preset(cls.config_class, env)
-
-    # Classic control: one actor stepping all 8 environments (rl-baselines3-zoo's 8): half
-    # the policy calls of 2 x 4 and no actor waiting on another, about 3,000 steps/s against
-    # 1,750 with 2 x 4 here; the first evaluation at 5,000 steps. MinAtar: one actor of 16
-    # games (a round: 16 x 128 steps), evaluated every 25,000 frames.
-    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
-        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
-        # Atari: one actor of 64 games in ale-py's C++ threads (rounds of 64 x 128 steps,
-        # rl_games' Pong layout), 10 evaluation games every 250k steps.
-        "atari": {"num_actors": 1, "num_envs_per_actor": 64, "atari_vector_env": True,
-                  "eval_every": 250_000},
-    }
-
-    @classmethod
-    def program_preset(cls, env: str) -> dict[str, Any]:
-        return family_program_preset(cls.program_presets, env)
 
     def signature(self, spec: EnvironmentSpec) -> dict:
         return rollout_signature(spec, self.config.rollout_length, self.layout.num_envs_per_actor,
@@ -150,8 +127,3 @@ class A2CBuilder(PPOBuilder):
     """A2C (PAAC): PPO's parts with A2C's defaults (one SGD step per round, no clipping)."""
 
     config_class = A2CConfig
-    # PPO's layouts, but Atari's 8 games (rounds of 8 x 5 steps), as A2C's figures were run.
-    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
-        **PPOBuilder.program_presets,
-        "atari": {**PPOBuilder.program_presets["atari"], "num_envs_per_actor": 8},
-    }

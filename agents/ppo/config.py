@@ -4,6 +4,7 @@ validated."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from agentkit.config import require, require_common_fields
 from components.networks.initializers import INITS
@@ -17,12 +18,8 @@ class PPOConfig:
     """Hyperparameters of synchronous PPO. Defaults suit CartPole (rl-baselines3-zoo's tuned
     settings, with the classic-control preset's 1 actor x 8 environments giving its 8 x 32
     steps per round, and stable-baselines3's separate tanh MLPs with orthogonal weights);
-    `PPOConfig.atari()` gives the paper's Atari ones.
-
-    tanh and orthogonal weights against ReLU and Sonnet's init, CartPole to 475, seconds
-    (actor steps) on a 2-core AVX2 machine: seeds 0-5 10.0 s median, every seed solved
-    (5k-26k steps), against 17.0 s for seeds 0-2 (21k-35k steps); tanh alone: one seed of
-    six not solved in 40k steps."""
+    `PPOConfig.atari()` gives the paper's Atari ones. (The network's choice, measured:
+    docs/benchmarks.md, "Figures behind the presets".)"""
 
     # Returns and advantages.
     discount: float = 0.98  # gamma.
@@ -68,6 +65,20 @@ class PPOConfig:
     # Acting.
     evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
 
+    # The acting layout and other program flags by family, beside the config values of the
+    # classmethods below (agentkit.presets). Classic control: one actor stepping all 8
+    # environments (rl-baselines3-zoo's 8: half the policy calls of 2 x 4 and no actor
+    # waiting on another), the first evaluation at 5,000 steps. MinAtar: one actor of 16
+    # games (a round: 16 x 128 steps), evaluated every 25,000 frames. Atari: one actor of 64
+    # games in ale-py's C++ threads (rounds of 64 x 128 steps, rl_games' Pong layout), 10
+    # evaluation games every 250k steps.
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
+        "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
+        "atari": {"num_actors": 1, "num_envs_per_actor": 64, "atari_vector_env": True,
+                  "eval_every": 250_000},
+    }
+
     def __post_init__(self):
         require_common_fields(self)
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
@@ -106,8 +117,8 @@ class PPOConfig:
         """MinAtar: the paper's network (one 16-filter 3x3 convolution, 128 hidden units) as a
         shared torso under the policy-value head; rounds of 16 games x 32 steps in 4
         minibatches of 128, 4 epochs, Adam at 1e-3, clip 0.2, entropy 0.01, lambda 0.95.
-        Breakout, seed 0, 1M frames, mean of the last 5 evaluation rounds: 15.7; with
-        T = 128 (Atari's) 5.5 at 5e-4 and 6.5 at 2e-3; T = 32 at 5e-4: 11.2; T = 16: 6.2."""
+        (The rollout length and rate, measured: docs/benchmarks.md, "Figures behind the
+        presets".)"""
         values = dict(
             discount=0.99, gae_lambda=0.95, rollout_length=32, clip_epsilon=0.2,
             entropy_cost=0.01, num_epochs=4, num_minibatches=4, learning_rate=1e-3,
@@ -155,6 +166,12 @@ class A2CConfig(PPOConfig):
     network_init: str = "default"  # Sonnet's (A2C's figures were measured so; PPO's is orthogonal).
     activation: str = "relu"  # The MLP torso's nonlinearity (PPO's default is tanh).
     # The rest as PPO's (baseline_cost 0.5, max_gradient_norm 0.5, adam_epsilon 1e-5).
+
+    # PPO's layouts, but Atari's 8 games (rounds of 8 x 5 steps), as A2C's figures were run.
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        **PPOConfig.program_presets,
+        "atari": {**PPOConfig.program_presets["atari"], "num_envs_per_actor": 8},
+    }
 
     @classmethod
     def minatar(cls, **overrides) -> A2CConfig:

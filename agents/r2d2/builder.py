@@ -7,7 +7,6 @@ launch_programs calls these methods inside whichever node needs each part.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
 
 import reverb
 import tensorflow as tf
@@ -24,7 +23,6 @@ from agents.r2d2.networks import make_networks
 from components.actors import BatchedRecurrentActor, RecurrentEpsilonGreedyPolicy, apex_epsilon
 from components.adders import PerEnvironmentAdders, SequenceAdder, sequence_signature
 from components.datasets import make_batch_iterator
-from components.environments import family_preset, family_program_preset
 from components.learners import make_learner_io, target_copies
 from components.replay import make_rate_limiter, make_replay_table
 from components.variable_client import make_variable_client
@@ -35,22 +33,6 @@ class R2D2Builder(ActorLearnerBuilder):
 
     config_class = R2D2Config
     table_name = "priority_table"
-
-    # Atari: one actor of 16 games in ale-py's C++ threads, two alternating groups (each
-    # with its own recurrent states); 10 evaluation games every 50k steps (its learner,
-    # 64 sequences of 80 a step, sets a slow pace).
-    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 50_000},
-    }
-
-    @classmethod
-    def preset(cls, env: str) -> dict[str, Any]:
-        return family_preset(cls.config_class, env)
-
-    @classmethod
-    def program_preset(cls, env: str) -> dict[str, Any]:
-        return family_program_preset(cls.program_presets, env)
 
     def _extras_spec(self) -> dict:
         """The core state each step began with (the learner restarts from step 0's)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from agentkit.config import require, require_common_fields, require_replay_fields
 from components.networks.torso import TORSOS
@@ -58,6 +59,15 @@ class R2D2Config:
     epsilon_eval: float = 0.0  # The evaluator's epsilon (greedy).
     variable_update_period: int = 100  # Actor steps between weight fetches.
     max_in_flight_items: int = 4  # Sequences an adder may have unconfirmed by the server.
+
+    # The acting layout and other program flags by family, beside the config values of the
+    # classmethods below (agentkit.presets). Atari: one actor of 16 games in ale-py's C++
+    # threads, two alternating groups (each with its own recurrent states); 10 evaluation
+    # games every 50k steps (its learner, 64 sequences of 80 a step, sets a slow pace).
+    program_presets: ClassVar[dict[str, dict[str, Any]]] = {
+        "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
+                  "atari_vector_env": True, "eval_every": 50_000},
+    }
 
     def __post_init__(self):
         require_common_fields(self)

@@ -42,10 +42,8 @@ class RainbowConfig(DQNConfig):
     def classic_control(cls, **overrides) -> RainbowConfig:
         """DQN's classic-control settings with epsilon-greedy exploration in place of the noisy
         head, a rate of 2e-3 and 8 samples per insert (its distributional step costs 1.6x
-        DQN's: half the updates per step keep the actors' pace). CartPole to 475, seeds 0-5,
-        25k steps: 9.3, 12.6, 15.5, 14.7, 10.7 s and one not solved (end 474), median 13.7
-        s; at 16 samples per insert, seeds 3-5: 18.7, 19.2, 22.3 s (all nine runs of it:
-        median 17.1 s); with noisy nets at 4e-3: 10.6 s, not solved, 20.7 s."""
+        DQN's: half the updates per step keep the actors' pace).
+        (Measured: docs/benchmarks.md, "Figures behind the presets".)"""
         values = dict(noisy=False, learning_rate=2e-3, samples_per_insert=8.0)
         values.update(overrides)
         return super().classic_control(**values)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from agentkit.presets import environment_family
 from agents.dqn import DQNBuilder
-from components.environments import environment_family
 from launch_programs import run
 
 
@@ -61,15 +61,40 @@ def test_the_minatar_preset_is_the_papers_network_and_replay():
 
 
 def test_program_presets_name_only_known_families():
-    from components.environments import family_program_preset
+    from agentkit.presets import family_program_preset
 
-    presets = {"classic_control": {"num_actors": 1}}
-    assert family_program_preset(presets, "gym:CartPole-v1") == {"num_actors": 1}
-    assert family_program_preset(presets, "minatar:breakout") == {}
-    family_program_preset(presets, "gym:CartPole-v1")["num_actors"] = 9  # A copy.
-    assert presets["classic_control"] == {"num_actors": 1}
+    class Config:
+        program_presets = {"classic_control": {"num_actors": 1}}
+
+    class Misspelt:
+        program_presets = {"minatr": {}}
+
+    assert family_program_preset(Config, "gym:CartPole-v1") == {"num_actors": 1}
+    assert family_program_preset(Config, "minatar:breakout") == {}
+    family_program_preset(Config, "gym:CartPole-v1")["num_actors"] = 9  # A copy.
+    assert Config.program_presets["classic_control"] == {"num_actors": 1}
     with pytest.raises(ValueError, match="unknown families \\['minatr'\\]"):
-        family_program_preset({"minatr": {}}, "minatar:breakout")
+        family_program_preset(Misspelt, "minatar:breakout")
+
+
+def test_each_agents_presets_live_in_its_config_class_and_no_builder_overrides_the_lookup():
+    """One place per agent: its config class's family classmethods and program_presets; the
+    builder base reads them (no builder redefines preset or program_preset)."""
+    from agentkit.builders import ActorLearnerBuilder
+    from launch_programs.registry import AGENTS, get_agent
+
+    for name in AGENTS:
+        builder_class = get_agent(name)
+        for method in ("preset", "program_preset"):
+            owner = next(c for c in builder_class.__mro__ if method in vars(c))
+            assert owner is ActorLearnerBuilder, (name, method, owner)
+        assert "program_presets" not in vars(builder_class), name
+    control = get_agent("d4pg").preset("control:cartpole:swingup")
+    assert (control["v_min"], control["v_max"]) == (-150.0, 150.0)
+    assert get_agent("a2c").program_preset("atari:Pong")["num_envs_per_actor"] == 8
+    assert get_agent("ppo").program_preset("atari:Pong")["num_envs_per_actor"] == 64
+    assert get_agent("appo").program_preset("atari:Pong") == get_agent("impala").program_preset(
+        "atari:Pong")
 
 
 def test_a_flag_given_wins_over_the_preset_and_leaves_the_list():

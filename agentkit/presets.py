@@ -1,7 +1,12 @@
-"""Environment families: which kind of task an `--env` name is, to choose an agent's preset.
+"""Presets by environment family: which kind of task an `--env` name is, and the values an
+agent chose for that kind, config and acting layout side by side.
 
 rl-baselines3-zoo keeps tuned settings per task; an agent here keeps one
-preset per family (its builder's `preset` and `program_preset`):
+preset per family, in one place, its config class: a classmethod named after
+the family (`DQNConfig.atari()`: config values) and the `program_presets`
+class variable (`{"atari": {"num_actors": 1, ...}}`: the acting layout and the
+other program flags). The builder's `preset(env)` and `program_preset(env)`
+read them through this module. Families:
 
     classic_control  gym: CartPole, Acrobot, MountainCar, MountainCarContinuous, Pendulum
     atari            atari:<Game>
@@ -30,14 +35,15 @@ def environment_family(env: str) -> str:
 
 def family_preset(config_class: type, env: str) -> dict[str, Any]:
     """The values of `config_class`'s classmethod named after `env`'s family (`atari()`,
-    `classic_control()`), or {} when it has none: a builder's usual `preset`."""
+    `classic_control()`), or {} when it has none: a builder's `preset`."""
     factory = getattr(config_class, environment_family(env), None)
     return field_values(factory()) if callable(factory) else {}
 
 
-def family_program_preset(presets: dict[str, dict[str, Any]], env: str) -> dict[str, Any]:
-    """A copy of `presets[family of env]` (program flags by family), or {}: a builder's usual
-    `program_preset`."""
+def family_program_preset(config_class: type, env: str) -> dict[str, Any]:
+    """A copy of `config_class.program_presets[family of env]` (program flags by family), or
+    {}: a builder's `program_preset`."""
+    presets = getattr(config_class, "program_presets", {})
     unknown = sorted(set(presets) - set(FAMILIES))
     if unknown:  # A misspelt family would never be picked.
         raise ValueError(f"program presets for unknown families {unknown}; known: {FAMILIES}")
