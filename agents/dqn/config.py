@@ -120,8 +120,9 @@ class DQNConfig:
         """Fast settings for CartPole-sized tasks: 7-step returns at a constant lr of 4e-3,
         rl-baselines3-zoo's batch 64, target copy every 10 learner steps, MLP 256x256 without
         a head layer and epsilon 1 -> 0.04 over 4,000 steps; 8 learner steps per compiled
-        call, weights fetched every 25 batched steps, 32 items in flight per adder (with 64, Reverb warned of too many
-        pending items). (Measured: docs/benchmarks.md, "Figures behind the presets".)"""
+        call, weights fetched every 25 batched steps, 32 items in flight per adder (with 64,
+        Reverb warned of too many pending items). (Measured: docs/benchmarks.md, "Figures
+        behind the presets".)"""
         values = dict(
             n_step=7, learning_rate=4e-3, learning_rate_decay_steps=0, head_hidden_size=0,
             target_update_period=10, batch_size=64, epsilon_final=0.04,
