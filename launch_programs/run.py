@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None, isolate: bool = False) -> int:
     signals = StopSignals().install() if in_main_thread else StopSignals()
     try:
         if isolate:
-            with signals.held():  # Not cut inside its fork; answered as _main starts.
+            # Not cut inside its fork; answered as _main starts (held until it arms them).
+            with signals.held(until_armed=True):
                 _isolate(argv)
         return _main(argv, signals)
     finally:

@@ -77,17 +77,19 @@ class StopSignals:
         self._armed = False
 
     @contextlib.contextmanager
-    def held(self):
+    def held(self, until_armed: bool = False):
         """Signals are recorded, not raised, inside; `arm()` after it raises one that came.
         One that came before raises here: its KeyboardInterrupt may have been swallowed
-        (Python ignores one raised in a weakref callback, as the import machinery's are)."""
+        (Python ignores one raised in a weakref callback, as the import machinery's are).
+        `until_armed`: they stay held after the block, until the next `arm()` (so that one
+        arriving between the block and the code that handles it waits for that code)."""
         if self.received is not None:
             raise KeyboardInterrupt
         was_armed, self._armed = self._armed, False
         try:
             yield
         finally:
-            self._armed = was_armed and self.received is None
+            self._armed = was_armed and self.received is None and not until_armed
 
     @property
     def exit_code(self) -> int:
