@@ -24,13 +24,39 @@ from agentkit.loggers import Logger, NoOpLogger
 ShouldStop = Callable[[Mapping[str, float]], bool]
 
 
-class _LoopBase:
-    """Counting, logging and stopping."""
+class _Group:
+    """One batched environment, its actor and the running returns of its episodes."""
+
+    def __init__(self, environment, actor: core.Actor):
+        self.environment = environment
+        self.actor = actor
+        self.returns = np.zeros(environment.num_envs, np.float64)
+        self.lengths = np.zeros(environment.num_envs, np.int64)
+        self.timestep: dm_env.TimeStep | None = None
+        self.actions = None
+        self.in_flight = False
+
+
+class EnvironmentLoop:
+    """Steps K environments in lock-step with one batched actor call per step.
+
+    The environment returns batched timesteps (arrays with a leading K axis)
+    and resets an environment whose previous timestep was LAST on the next
+    `step`, returning a FIRST timestep for it; the actor hands each batched
+    step to its one adder. A reset is not counted as a step.
+
+    Alternating groups (Sample Factory's double buffering): given a list of
+    environments and a list of actors, group g's simulators step (through
+    the environment's `step_async`/`step_wait`) while the other group's
+    actor computes its actions, so neither the CPU nor the network waits.
+    Each group has its own actor (its own adders and recurrent states); the
+    actors may share networks, and then one variable client is enough.
+    """
 
     def __init__(
         self,
         environment,
-        actor: core.Actor,
+        actor,
         counter: Counter | None = None,
         logger: Logger | None = None,
         should_stop: ShouldStop | None = None,
@@ -38,10 +64,14 @@ class _LoopBase:
         update_actor: bool = True,
         row_fields: Mapping[str, object] | None = None,
     ):
-        """`row_fields`: constant columns of every episode's row (an actor node's
-        `actor_id`, so that the rows of several actors in one CSV stay apart)."""
-        self._environment = environment
-        self._actor = actor
+        """`environment` and `actor`: one group's, or lists of the alternating groups'.
+        `row_fields`: constant columns of every episode's row (an actor node's `actor_id`,
+        so that the rows of several actors in one CSV stay apart)."""
+        environments = list(environment) if isinstance(environment, (list, tuple)) else [environment]
+        actors = list(actor) if isinstance(actor, (list, tuple)) else [actor]
+        if len(environments) != len(actors):
+            raise ValueError(f"{len(environments)} environment groups but {len(actors)} actors")
+        self._groups = [_Group(e, a) for e, a in zip(environments, actors)]
         self._counter = counter or Counter()
         self._logger = logger or NoOpLogger()
         self._should_stop = should_stop
@@ -91,55 +121,11 @@ class _LoopBase:
         """Asks the loop to stop after its current step (thread-safe); an actor waiting for
         its learner is interrupted."""
         self._stopped = True
-        for actor in self._actors():
-            actor.interrupt()
-
-    def _actors(self) -> list:
-        return [self._actor]
+        for group in self._groups:
+            group.actor.interrupt()
 
     def close(self) -> None:
         self._count(0, force=True)
-
-
-class _Group:
-    """One batched environment, its actor and the running returns of its episodes."""
-
-    def __init__(self, environment, actor: core.Actor):
-        self.environment = environment
-        self.actor = actor
-        self.returns = np.zeros(environment.num_envs, np.float64)
-        self.lengths = np.zeros(environment.num_envs, np.int64)
-        self.timestep: dm_env.TimeStep | None = None
-        self.actions = None
-        self.in_flight = False
-
-
-class EnvironmentLoop(_LoopBase):
-    """Steps K environments in lock-step with one batched actor call per step.
-
-    The environment returns batched timesteps (arrays with a leading K axis)
-    and resets an environment whose previous timestep was LAST on the next
-    `step`, returning a FIRST timestep for it; the actor routes each slot to
-    its own adder. A reset is not counted as a step.
-
-    Alternating groups (Sample Factory's double buffering): given a list of
-    environments and a list of actors, group g's simulators step (through
-    the environment's `step_async`/`step_wait`) while the other group's
-    actor computes its actions, so neither the CPU nor the network waits.
-    Each group has its own actor (its own adders and recurrent states); the
-    actors may share networks, and then one variable client is enough.
-    """
-
-    def __init__(self, environment, actor, *args, **kwargs):
-        environments = list(environment) if isinstance(environment, (list, tuple)) else [environment]
-        actors = list(actor) if isinstance(actor, (list, tuple)) else [actor]
-        if len(environments) != len(actors):
-            raise ValueError(f"{len(environments)} environment groups but {len(actors)} actors")
-        super().__init__(environments[0], actors[0], *args, **kwargs)
-        self._groups = [_Group(e, a) for e, a in zip(environments, actors)]
-
-    def _actors(self) -> list:
-        return [group.actor for group in self._groups]
 
     def run(self, num_episodes: int | None = None, num_steps: int | None = None) -> None:
         groups = self._groups

@@ -92,7 +92,7 @@ def check_before_launch(run: RunSpec):
     Returns the inspected run directory; raises ValueError (one line) on failure.
     """
     from components.replay import port_in_use
-    from launch_programs.ray_launcher import check_ray_address
+    from launch_programs.ray_session import check_ray_address
     from launch_programs.run_dir import RunDir
 
     port = run.program_config.replay_port

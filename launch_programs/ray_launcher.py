@@ -34,13 +34,9 @@ from launch_programs.program import (
     announce_failure,
     shutdown_despite_interrupts,
 )
-from launch_programs.ray_config import NodeResources, RayConfig  # noqa: F401 - public here too.
+from launch_programs.ray_config import RayConfig
 from launch_programs.ray_nodes import NodeProcess, RemoteNode
-from launch_programs.ray_session import (  # noqa: F401 - check_ray_address: public here too.
-    RayAddressError,
-    RaySession,
-    check_ray_address,
-)
+from launch_programs.ray_session import RaySession
 
 
 class RayLauncher:

@@ -106,12 +106,12 @@ def _main(argv: list[str], signals: StopSignals) -> int:
         except Exception as e:
             # A signal that cut an import short can surface as another error (numpy turns
             # the KeyboardInterrupt into an ImportError): the run stops all the same.
-            if signals.received is None and isinstance(e, (UsageError, ValueError)):
-                print(f"error: {e}", file=sys.stderr)  # Placement and Ray address errors too.
-                return 2
-            if signals.received is None:
+            if signals.received is not None:
+                return _stopped_before_start(signals)
+            if not isinstance(e, (UsageError, ValueError)):
                 raise
-            return _stopped_before_start(signals)
+            print(f"error: {e}", file=sys.stderr)  # Placement and Ray address errors too.
+            return 2
         except KeyboardInterrupt:  # A signal before the logdir was touched.
             return _stopped_before_start(signals)
         if started is None:

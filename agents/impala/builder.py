@@ -19,7 +19,6 @@ import reverb
 import tensorflow as tf
 
 from agentkit import core
-from agentkit.acting import ActingLayout
 from agentkit.adders import BatchedAdder
 from agentkit.builders import ActorLearnerBuilder, Networks
 from agentkit.counting import Counter
@@ -54,12 +53,11 @@ class IMPALABuilder(ActorLearnerBuilder):
     learner_class = IMPALALearner  # A subclass changes the loss (APPO).
     table_name = "unroll_queue"
 
-    def __init__(self, config: IMPALAConfig, layout: ActingLayout | None = None):
-        super().__init__(config, layout)
-        # A feed-forward policy's item is a rollout of one group of environments; an LSTM's
-        # is one environment's unroll (None), restarted from its stored core state.
-        self.rollout_envs: int | None = (None if config.lstm_size
-                                         else self.layout.envs_per_group)
+    @property
+    def rollout_envs(self) -> int | None:
+        """A feed-forward policy's item is a rollout of one group of environments (this many);
+        an LSTM's is one environment's unroll (None), restarted from its stored core state."""
+        return None if self.config.lstm_size else self.layout.envs_per_group
 
     def _extras_spec(self, spec: EnvironmentSpec) -> dict:
         """Behaviour logits and the weights' version; with an LSTM, also the core state each

@@ -17,10 +17,10 @@ from components.learners.schedules import KLAdaptive, LinearDecay
 from components.learners.sgd_learner import OptimizerGroup, SGDLearner
 from components.learners.step_logger import StepLogger
 from components.learners.step_loop import LoopResult, StepLoop
-from components.learners.targets import TargetUpdate, mismatch, target_copies
+from components.learners.targets import TargetUpdate, target_copies
 
 __all__ = ["FusedAdam", "KLAdaptive", "LearnerIO", "LinearDecay", "LoopResult",
            "NonFiniteLossError", "OptimizerGroup",
            "PriorityWriter", "SGDLearner", "StepLogger", "StepLoop", "TargetUpdate",
            "VariablesSaveable", "all_finite", "check_finite", "importance_weights",
-           "make_learner_io", "mismatch", "target_copies"]
+           "make_learner_io", "target_copies"]

@@ -43,7 +43,7 @@ class TargetUpdate:
             tf.cond(tf.equal(num_steps % self._period, 0), copy, lambda: tf.constant(False))
 
 
-def mismatch(online: snt.Module, other: snt.Module) -> str | None:
+def _mismatch(online: snt.Module, other: snt.Module) -> str | None:
     """How two networks' variables differ (count, or the first shape that does), or None."""
     a, b = online.variables, other.variables
     if len(a) != len(b):
@@ -55,18 +55,18 @@ def mismatch(online: snt.Module, other: snt.Module) -> str | None:
     return None
 
 
-def target_copies(online: dict[str, snt.Module], fresh: dict[str, snt.Module],
-                  names: Sequence[str] | None = None) -> dict[str, snt.Module]:
+def target_copies(online: dict[str, snt.Module],
+                  fresh: dict[str, snt.Module]) -> dict[str, snt.Module]:
     """Target networks: `fresh` (a second call of the builder's `make_networks`, so that an
-    agent overriding that one hook gets matching targets) holding `online`'s values, for
-    `names` (default: all). A target that does not match its online network fails in one
+    agent overriding that one hook gets matching targets) holding `online`'s values, one
+    for each online network. A target that does not match its online network fails in one
     line naming the hook."""
     targets = {}
-    for name in (list(online) if names is None else names):
+    for name in online:
         if name not in fresh:
             raise ValueError(f"make_networks: a second call gave no '{name}' network for the "
                              f"target (the learner's targets are made by it)")
-        problem = mismatch(online[name], fresh[name])
+        problem = _mismatch(online[name], fresh[name])
         if problem:
             raise ValueError(f"make_networks: the target '{name}' made by a second call does "
                              f"not match the online network ({problem}); the learner's targets "

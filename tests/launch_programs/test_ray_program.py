@@ -26,7 +26,8 @@ from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.counter_node import read_saved_counts
 from launch_programs.placement import PlacementError
 from launch_programs.program import Program
-from launch_programs.ray_launcher import NodeResources, RayConfig, RayLauncher
+from launch_programs.ray_config import NodeResources
+from launch_programs.ray_launcher import RayConfig, RayLauncher
 from tests import fakes
 from tests.launch_programs.ray_processes import ray_processes as _ray_processes
 
