@@ -35,7 +35,7 @@ from launch_programs.program import (
     shutdown_despite_interrupts,
 )
 from launch_programs.ray_config import RayConfig
-from launch_programs.ray_nodes import NodeProcess, RemoteNode
+from launch_programs.ray_nodes import NodeProcess, RemoteNode, require_ray
 from launch_programs.ray_session import RaySession
 
 
@@ -118,7 +118,7 @@ class RayLauncher:
 
     def node_location(self, name: str) -> str:
         """The Ray node id that a node's process runs on."""
-        import ray
+        ray = require_ray(name)
 
         return ray.get(self._handles[name].node_id.remote())
 
@@ -133,7 +133,7 @@ class RayLauncher:
 
     def _wait_for_process(self, name: str, timeout_s: float = 120.0) -> int | None:
         """The pid of the node's process once Ray has rebuilt it; None if it never is."""
-        import ray
+        ray = require_ray(name)
 
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -12,6 +12,19 @@ from agentkit.core import ADVERTISE_HOST_ENV
 from launch_programs.devices import configure_tensorflow, tensorflow_environment
 
 
+class RayClosedError(RuntimeError):
+    """A node handle used after its launcher shut Ray down."""
+
+
+def require_ray(name: str):
+    """The ray module, if Ray is up in this process; else RayClosedError naming the node."""
+    import ray
+
+    if not ray.is_initialized():
+        raise RayClosedError(f"node {name}: Ray is not running here (its launcher was closed)")
+    return ray
+
+
 class RemoteNode:
     """Stands for a node in another process: `node.method(*args)` runs it there.
 
@@ -45,8 +58,7 @@ class RemoteNode:
             raise AttributeError(method)
 
         def call(*args, **kwargs):
-            import ray
-
+            ray = require_ray(self.name)
             deadline = time.monotonic() + self._timeout_s
             while True:
                 try:

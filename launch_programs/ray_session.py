@@ -28,6 +28,15 @@ def private_temp_dir() -> str:
     return tempfile.mkdtemp(prefix=TEMP_PREFIX, dir="/tmp")
 
 
+def no_implicit_ray_init(ray) -> None:
+    """Turns off Ray's auto-connect in this process: a node handle used after `close()` (a
+    stray helper thread, a user's late call) would otherwise start a fresh default Ray under
+    /tmp/ray that nothing shuts down; it now raises Ray's "not started" error instead."""
+    hook = getattr(getattr(ray, "_private", None), "auto_init_hook", None)
+    if hook is not None and hasattr(hook, "enable_auto_connect"):
+        hook.enable_auto_connect = False
+
+
 def is_loopback_address(address: str) -> bool:
     """Whether a host:port names this machine's loopback interface (a local_cluster)."""
     host = address.rpartition(":")[0].strip("[]") if ":" in address else address
@@ -174,6 +183,7 @@ class RaySession:
             import ray
 
             self.imported = True
+            no_implicit_ray_init(ray)
             if not ray.is_initialized():
                 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
