@@ -16,8 +16,10 @@ CORE = [
     "gymnasium>=0.29,<1.3",
     "ale-py==0.12.*",
     "opencv-python>=4.8,<4.12",
-    # Ray core only: ray[default] pulls extras that need protobuf>=5.
-    "ray>=2.9,<3",
+    # Ray core only: ray[default] pulls extras that need protobuf>=5. Pinned: the launcher
+    # reaches into two of Ray's private hooks (its SIGTERM handler and its auto-connect,
+    # launch_programs/ray_session.py), and the tests' timings were measured on this release.
+    "ray==2.60.0",
     # minatar:<game>; the package also pulls matplotlib, pandas, scipy and seaborn (its display).
     "minatar==1.0.15",
 ]
