@@ -10,6 +10,7 @@ import pytest
 import reverb
 
 from components.autograph_rules import skip_autograph_for
+from components.replay.server import NoCheckpointer
 
 # The launcher's set-up applies these in every process it runs; tests that
 # build learners and policies directly get the same fast tracing.
@@ -22,7 +23,7 @@ def reverb_server_factory():
     servers = []
 
     def make(tables):
-        server = reverb.Server(tables)
+        server = reverb.Server(tables, checkpointer=NoCheckpointer())
         servers.append(server)
         return server, reverb.Client(f"localhost:{server.port}")
 

@@ -48,6 +48,14 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+class NoCheckpointer(reverb.checkpointers.CheckpointerBase):
+    """No checkpoints: Reverb's default (a `tempfile.mkdtemp()` per server, never removed)
+    left an empty folder under /tmp for every server a run or test started."""
+
+    def internal_checkpointer(self) -> None:
+        return None  # Reverb's server takes no checkpointer; a checkpoint call says so.
+
+
 class ReplayServer:
     """Serves `tables` on `port` (0 or None picks a free one).
 
@@ -71,7 +79,7 @@ class ReplayServer:
         checkpoint_dir: str | None = None,
         checkpoint_every_s: float = 300.0,
     ):
-        checkpointer = None
+        checkpointer = NoCheckpointer()
         if checkpoint_dir:
             os.makedirs(checkpoint_dir, exist_ok=True)
             checkpointer = reverb.checkpointers.DefaultCheckpointer(checkpoint_dir)

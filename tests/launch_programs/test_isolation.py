@@ -78,8 +78,10 @@ if mode in ("exit", "noproc"):
     sys.exit(int(sys.argv[2]))
 if mode == "reverb":
     import reverb
+    from components.replay.server import NoCheckpointer
     port = int(sys.argv[2])
-    server = reverb.Server(tables=[reverb.Table.queue("q", 10)], port=port)
+    server = reverb.Server(tables=[reverb.Table.queue("q", 10)], port=port,
+                           checkpointer=NoCheckpointer())
     client = reverb.Client(f"localhost:{port}")
     client.insert([1.0], {"q": 1.0})
     print("sampled", float(next(iter(client.sample("q", num_samples=1)))[0].data[0]), flush=True)

@@ -11,6 +11,7 @@ import numpy as np
 import reverb
 
 from agentkit.loggers import read_csv
+from components.replay.server import NoCheckpointer
 from launch_programs.monitor import RunMonitor
 
 
@@ -87,7 +88,7 @@ def test_a_monitor_started_before_the_replay_does_not_delay_its_clients(tmp_path
     assert early.replay_items is None
     table = reverb.Table("t", reverb.selectors.Uniform(), reverb.selectors.Fifo(), 10,
                          reverb.rate_limiters.MinSize(1))
-    server = reverb.Server([table], port=port)
+    server = reverb.Server([table], port=port, checkpointer=NoCheckpointer())
     try:
         started = time.monotonic()
         reverb.Client(f"localhost:{port}").server_info(timeout=5)

@@ -223,7 +223,9 @@ def test_ctrl_c_ends_a_run_that_is_still_joining_a_cluster(tmp_path):
     """A gRPC server that is no Ray cluster keeps ray.init retrying; Ctrl-C still ends the run."""
     import reverb
 
-    server = reverb.Server(tables=[reverb.Table.queue("q", 10)])
+    from components.replay.server import NoCheckpointer
+
+    server = reverb.Server(tables=[reverb.Table.queue("q", 10)], checkpointer=NoCheckpointer())
     try:
         cmd = [sys.executable, "-m", "launch_programs.run", "--launch=ray",
                f"--ray_address=127.0.0.1:{server.port}", f"--logdir={tmp_path}/run"]

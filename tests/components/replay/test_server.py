@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 
 import numpy as np
@@ -10,6 +12,7 @@ import reverb
 import tensorflow as tf
 
 from components.replay import ReplayServer, make_rate_limiter, make_replay_table, pick_free_port
+from components.replay.server import NoCheckpointer
 
 
 def _tables():
@@ -77,6 +80,22 @@ def test_periodic_checkpoints_and_none_without_a_directory(tmp_path):
     assert plain.checkpoints_written == 0
 
 
+def test_a_server_without_checkpoints_leaves_no_folder_in_the_temp_dir(tmp_path, monkeypatch):
+    """Reverb's default checkpointer made a temp folder per server that nothing removed
+    (2,787 of them under /tmp on a day's test runs)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert tempfile.mkdtemp().startswith(str(tmp_path))  # The probe sees where Reverb's would go.
+    made = set(os.listdir(tmp_path))
+    server = ReplayServer(_tables())
+    try:
+        _write(server.address(), range(3))
+        with pytest.raises(ValueError, match="no Checkpointer configured"):
+            reverb.Client(server.address()).checkpoint()
+    finally:
+        server.stop()
+    assert set(os.listdir(tmp_path)) == made
+
+
 def test_port_in_use_sees_a_reverb_server_and_any_listener_but_not_a_free_port():
     import socket
 
@@ -86,7 +105,8 @@ def test_port_in_use_sees_a_reverb_server_and_any_listener_but_not_a_free_port()
     assert not port_in_use(free)
     # gRPC binds with SO_REUSEPORT: a second Reverb server on this port would bind
     # too, and clients would reach either one at random.
-    server = reverb.Server(tables=[reverb.Table.queue("q", 10)], port=free)
+    server = reverb.Server(tables=[reverb.Table.queue("q", 10)], port=free,
+                           checkpointer=NoCheckpointer())
     try:
         assert port_in_use(free)
     finally:
