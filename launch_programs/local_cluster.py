@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -36,14 +37,26 @@ OBJECT_STORE_BYTES = 200 * 1024 * 1024  # Per node: the programs here move small
 class LocalCluster:
     """A head node and `workers` worker nodes, started by `start()`, removed by `shutdown()`."""
 
-    def __init__(self, workers: int = 2, cpus_per_node: float = 2.0, head_cpus: float | None = None):
+    def __init__(self, workers: int = 2, cpus_per_node: float = 2.0, head_cpus: float | None = None,
+                 own_temp_dir: bool = True):
+        """`own_temp_dir`: the nodes' session files in a folder of this cluster's own, removed
+        by `shutdown()` (else Ray's shared one, /tmp/ray or $RAY_TMPDIR/ray, where `ray
+        status` and `address="auto"` find the cluster: the command line's rehearsal cluster)."""
         if workers < 0:
             raise ValueError(f"workers must be >= 0, got {workers}")
         self._workers = workers
         self._cpus = whole_cpus(cpus_per_node, "cpus_per_node")
         self._head_cpus = self._cpus if head_cpus is None else whole_cpus(head_cpus, "head_cpus")
         self._cluster: Any = None
+        self._own_temp_dir = own_temp_dir
+        self._temp_dir: str | None = None  # Every node's session files; removed by shutdown().
         self.nodes: dict[str, Any] = {}  # Name -> ray._private.node.Node, live ones only.
+
+    @property
+    def temp_dir(self) -> str | None:
+        """The cluster's own folder of the nodes' session files while it is up (None before,
+        and without `own_temp_dir`)."""
+        return self._temp_dir
 
     @property
     def address(self) -> str:
@@ -56,6 +69,7 @@ class LocalCluster:
 
         from launch_programs.ray_session import (
             loopback_only,
+            private_temp_dir,
             quiet_token_auth_notice,
             share_import_path,
         )
@@ -64,8 +78,15 @@ class LocalCluster:
         quiet_token_auth_notice()
         share_import_path()
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        self._cluster = Cluster(initialize_head=True,
-                                head_node_args=self._node_args("head", self._head_cpus))
+        # The nodes' session files (sockets, logs) in a folder of this cluster's own, removed
+        # by shutdown(), as a launcher's own Ray does: not the host's shared /tmp/ray.
+        self._temp_dir = private_temp_dir() if self._own_temp_dir else None
+        try:
+            self._cluster = Cluster(initialize_head=True,
+                                    head_node_args=self._node_args("head", self._head_cpus))
+        except BaseException:
+            self.shutdown()
+            raise
         self.nodes["head"] = self._cluster.head_node
         try:
             for i in range(1, self._workers + 1):
@@ -77,8 +98,11 @@ class LocalCluster:
         return self
 
     def _node_args(self, name: str, cpus: float) -> dict:
-        return dict(num_cpus=cpus, num_gpus=0, node_ip_address=LOOPBACK, resources={name: 1.0},
+        args = dict(num_cpus=cpus, num_gpus=0, node_ip_address=LOOPBACK, resources={name: 1.0},
                     include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES)
+        if self._temp_dir is not None:
+            args["temp_dir"] = os.path.join(self._temp_dir, "ray")
+        return args
 
     def add(self, name: str, cpus: float | None = None) -> Any:
         """Starts a worker node called `name` (its custom resource too) and waits for it."""
@@ -107,10 +131,14 @@ class LocalCluster:
         self._cluster.remove_node(node, allow_graceful=False)
 
     def shutdown(self) -> None:
+        """Stops every node, then removes their session files."""
         if self._cluster is not None:
             self._cluster.shutdown()
             self._cluster = None
             self.nodes.clear()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
     def __enter__(self) -> LocalCluster:
         return self.start()
@@ -192,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     # SIGHUP: its terminal closed; the same clean stop, unless it came in ignored (nohup).
     if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
         signal.signal(signal.SIGHUP, lambda *_: stop.set())
-    cluster = LocalCluster(args.workers, args.cpus_per_node, args.head_cpus)
+    # Ray's shared folder: `ray status` in another terminal finds this cluster.
+    cluster = LocalCluster(args.workers, args.cpus_per_node, args.head_cpus, own_temp_dir=False)
     start = time.time()
     try:
         cluster.start()

@@ -8,6 +8,7 @@ and the host that holds the replay, through the command line.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.local_cluster import LocalCluster
 from launch_programs.placement import PlacementError
 from launch_programs.ray_launcher import RayConfig, RayLauncher
+from launch_programs.ray_session import TEMP_PREFIX
 from tests import fakes
 from tests.launch_programs.ray_processes import ray_processes
 
@@ -50,9 +52,18 @@ def _program(logdir, max_actor_steps=2000, **program_kwargs):
                               str(logdir))
 
 
+def _shared_ray_sessions() -> set[str]:
+    return set(glob.glob("/tmp/ray/session_2*"))
+
+
 def test_a_program_over_three_nodes_goes_where_it_is_pinned(tmp_path, capfd):
     assert not ray_processes(), "another Ray instance is running"
+    shared_before = _shared_ray_sessions()
     with LocalCluster(workers=2, cpus_per_node=2, head_cpus=0) as cluster:
+        temp_dir = cluster.temp_dir
+        # The nodes' session files are in the cluster's own folder, one session for all three.
+        assert os.path.basename(temp_dir).startswith(TEMP_PREFIX)
+        assert len(glob.glob(os.path.join(temp_dir, "ray", "session_2*"))) == 1
         raylets = [line for line in ray_processes() if "raylet" in line and "ray::" not in line]
         assert len(raylets) == 3  # A raylet per node.
         config = RayConfig(ray_address=cluster.address, cpus_per_actor=1.0, learner_cpus=0.0,
@@ -86,6 +97,10 @@ def test_a_program_over_three_nodes_goes_where_it_is_pinned(tmp_path, capfd):
     assert "constructor arguments in the object store" not in capfd.readouterr().err
     time.sleep(1.0)
     assert not ray_processes()
+    # Nothing of the cluster stays on the machine: its folder is gone, and the host's shared
+    # /tmp/ray got no session from it.
+    assert not os.path.exists(temp_dir)
+    assert _shared_ray_sessions() <= shared_before
 
 
 def _run_on_cluster(cluster, logdir, extra, budget):
