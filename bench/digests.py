@@ -130,12 +130,11 @@ def run(agent: str, rounds: int) -> dict:
               "layout_api": layout_api, "init": digest(*[v.numpy() for v in variables]),
               "acting": [], "learning": []}
     kwargs = {}
-    if "checkpointer" in reverb.Server.__init__.__code__.co_varnames:
-        try:
-            from components.replay.server import NoCheckpointer
-            kwargs["checkpointer"] = NoCheckpointer()
-        except ImportError:  # Older checkouts: Reverb's default (a folder under /tmp).
-            pass
+    try:
+        from components.replay.server import NoCheckpointer
+        kwargs["checkpointer"] = NoCheckpointer()
+    except ImportError:  # Older checkouts: Reverb's default (a folder under /tmp).
+        pass
     server = reverb.Server(builder.make_replay_tables(spec=spec), port=None, **kwargs)
     address = f"localhost:{server.port}"
     client = reverb.Client(address)
