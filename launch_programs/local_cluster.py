@@ -81,14 +81,13 @@ class LocalCluster:
         # The nodes' session files (sockets, logs) in a folder of this cluster's own, removed
         # by shutdown(), as a launcher's own Ray does: not the host's shared /tmp/ray.
         self._temp_dir = private_temp_dir() if self._own_temp_dir else None
+        # Made empty, then the head added: a head that fails after its processes started
+        # (Cluster(initialize_head=True) would raise before it was ours) is still stopped.
+        self._cluster = Cluster(initialize_head=False)
         try:
-            self._cluster = Cluster(initialize_head=True,
-                                    head_node_args=self._node_args("head", self._head_cpus))
-        except BaseException:
-            self.shutdown()
-            raise
-        self.nodes["head"] = self._cluster.head_node
-        try:
+            with self._address_file():
+                self.nodes["head"] = self._cluster.add_node(
+                    **self._node_args("head", self._head_cpus))
             for i in range(1, self._workers + 1):
                 self.add(f"worker_{i}")
             self._cluster.wait_for_nodes()
@@ -96,6 +95,27 @@ class LocalCluster:
             self.shutdown()
             raise
         return self
+
+    @contextlib.contextmanager
+    def _address_file(self):
+        """Ray's Cluster writes the head's address to the host's shared
+        /tmp/ray/ray_current_cluster (where `address="auto"` looks; it fails where /tmp/ray
+        does not exist yet) and deletes that file at shutdown, whoever wrote it. A cluster
+        with its own folder keeps the file there: nothing shared is written or removed."""
+        if self._temp_dir is None:
+            yield
+            return
+        import ray._common.utils as common_utils
+        import ray._private.utils as private_utils
+
+        own = os.path.join(self._temp_dir, "ray")
+        write, reset = private_utils.write_ray_address, common_utils.reset_ray_address
+        private_utils.write_ray_address = lambda address, temp_dir=None: write(address, own)
+        common_utils.reset_ray_address = lambda temp_dir=None: reset(own)
+        try:
+            yield
+        finally:
+            private_utils.write_ray_address, common_utils.reset_ray_address = write, reset
 
     def _node_args(self, name: str, cpus: float) -> dict:
         args = dict(num_cpus=cpus, num_gpus=0, node_ip_address=LOOPBACK, resources={name: 1.0},
@@ -133,7 +153,8 @@ class LocalCluster:
     def shutdown(self) -> None:
         """Stops every node, then removes their session files."""
         if self._cluster is not None:
-            self._cluster.shutdown()
+            with self._address_file():
+                self._cluster.shutdown()
             self._cluster = None
             self.nodes.clear()
         if self._temp_dir is not None:

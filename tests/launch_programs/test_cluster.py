@@ -103,6 +103,49 @@ def test_a_program_over_three_nodes_goes_where_it_is_pinned(tmp_path, capfd):
     assert _shared_ray_sessions() <= shared_before
 
 
+@pytest.mark.parametrize("shared_file", ["absent", "another cluster's"])
+def test_a_cluster_with_its_own_folder_leaves_the_shared_address_file_alone(
+        tmp_path, monkeypatch, shared_file):
+    """Ray's Cluster writes the head's address into the host's shared folder and deletes it at
+    shutdown. Where that folder did not exist (a fresh machine: CI) the start failed, and
+    where another cluster's address was there it was overwritten, then deleted."""
+    assert not ray_processes(), "another Ray instance is running"
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path / "shared"))  # Ray's shared folder's root.
+    address_file = tmp_path / "shared" / "ray" / "ray_current_cluster"
+    if shared_file != "absent":
+        address_file.parent.mkdir(parents=True)
+        address_file.write_text("10.255.0.1:6379")
+    with LocalCluster(workers=0, cpus_per_node=1) as cluster:
+        own = os.path.join(cluster.temp_dir, "ray", "ray_current_cluster")
+        assert open(own).read() == cluster.address  # Its address is in its own folder.
+        if shared_file == "absent":
+            assert not (tmp_path / "shared").exists()
+        else:
+            assert address_file.read_text() == "10.255.0.1:6379"
+    assert (address_file.read_text() == "10.255.0.1:6379" if shared_file != "absent"
+            else not (tmp_path / "shared").exists())
+    time.sleep(1.0)
+    assert not ray_processes()
+
+
+def test_a_head_that_fails_after_its_processes_started_leaves_none(monkeypatch):
+    """The head's processes are up when Ray's Cluster raises (here: its address file cannot
+    be written): every one of them is stopped, and the error reaches the caller."""
+    import ray._private.utils as private_utils
+
+    assert not ray_processes(), "another Ray instance is running"
+
+    def unwritable(address, temp_dir=None):
+        assert ray_processes()  # The head is up by now.
+        raise PermissionError("the address file cannot be written")
+
+    monkeypatch.setattr(private_utils, "write_ray_address", unwritable)
+    with pytest.raises(PermissionError, match="cannot be written"):
+        LocalCluster(workers=1, cpus_per_node=1).start()
+    time.sleep(1.0)
+    assert not ray_processes()
+
+
 def _run_on_cluster(cluster, logdir, extra, budget):
     """The command line on the cluster, in a child process; returns (process, output path)."""
     out = open(os.path.join(str(logdir) + ".out"), "w")
