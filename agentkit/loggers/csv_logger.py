@@ -18,6 +18,8 @@ def _format(value: Any) -> Any:
     if hasattr(value, "item") and getattr(value, "size", 2) == 1:
         value = value.item()
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 2**53:  # Counts exactly: 2500067, not 2.50007e+06.
+            return str(int(value))
         return f"{value:.6g}"
     return value
 

@@ -110,3 +110,18 @@ def test_a_cut_last_line_with_every_field_is_still_skipped(tmp_path):
     damaged: list[int] = []
     assert read_csv(str(path), damaged) == [{"actor_steps": "1", "episode_return": "100"}]
     assert damaged == [3]
+
+
+def test_counts_are_written_exactly_and_fractions_to_six_digits(tmp_path):
+    """Step counts reach the logger as floats; at 1e6 and beyond six significant digits lost
+    the last ones (1,000,131 was written 1.00013e+06)."""
+    import numpy as np
+
+    logger = CSVLogger(str(tmp_path), "actor")
+    logger.write({"actor_steps": 1000131.0, "learner_steps": np.float32(4880.0),
+                  "episode_return": -22.0, "wall_time_s": 3214.3849})
+    logger.close()
+    row = read_csv(str(tmp_path / "actor.csv"))[0]
+    assert (row["actor_steps"], row["learner_steps"]) == ("1000131", "4880")
+    assert (row["episode_return"], row["wall_time_s"]) == ("-22", "3214.38")
+    assert "e+" not in (tmp_path / "actor.csv").read_text()
