@@ -102,8 +102,17 @@ RUNS = {
         "--sticky_actions=0", "--normalize_observations=false"]),
     # Issue 36's APPO preset (RLlib's Pong APPO on the 16/32 network), no sticky actions.
     "appo-atari-pong-nosticky": ("appo", "atari:Pong", 3_000_000, 18.0, ["--sticky_actions=0"]),
-    # R2D2: a 60-minute curve (stop it then: Ctrl-C or SIGTERM; a rerun resumes it).
+    # R2D2's Atari preset sized for 2 cores (issue 43): a 90-minute curve (stop it then:
+    # Ctrl-C or SIGTERM; a rerun resumes it), drawn beside DQN's preset and Dopamine's.
     "r2d2-atari-pong": ("r2d2", "atari:Pong", 3_000_000, 18.0, []),
+    # The preset before it, the paper's (64 sequences of 80 on the Nature CNN, a 512-unit
+    # LSTM, 0.4 samples per sequence): its 2026-12-02 run, 204 updates in 60 min, -21.
+    "r2d2-atari-pong-paper": ("r2d2", "atari:Pong", 3_000_000, 18.0, [
+        "--sequence_length=80", "--period=40", "--burn_in=40", "--discount=0.997",
+        "--target_update_period=2500", "--torso=atari", "--compute_dtype=float32",
+        "--torso_features=0", "--lstm_size=512", "--head_hidden_size=512", "--batch_size=64",
+        "--learning_rate=1e-4", "--adam_epsilon=1e-3", "--samples_per_insert=0.4",
+        "--min_replay_size=6250", "--epsilon_per_environment=false", "--eval_every=50000"]),
 }
 
 # Published curves drawn beside a run's (same protocol): files under bench/references/.
@@ -116,7 +125,10 @@ REFERENCES = {
     "ppo-atari-pong-nosticky": NO_STICKY_PONG, "ppo-atari-pong-nosticky-shallow": NO_STICKY_PONG,
     "ppo-atari-pong-nosticky-rawinputs": NO_STICKY_PONG,
     "appo-atari-pong-nosticky": NO_STICKY_PONG,
+    "r2d2-atari-pong": STICKY_PONG, "r2d2-atari-pong-paper": STICKY_PONG,
 }
+# Runs of the same protocol whose written curves are drawn beside a run's.
+COMPANIONS = {"r2d2-atari-pong": ["dqn-atari-pong-bf16"]}
 
 
 def references_of(run: str) -> list:
@@ -125,14 +137,20 @@ def references_of(run: str) -> list:
             for name in REFERENCES.get(run, [])]
 
 
+def companions_of(run: str, seed: int, out_dir: str) -> list:
+    """The written curves of `run`'s companions (COMPANIONS) that exist in `out_dir`."""
+    paths = [os.path.join(out_dir, f"{other}-s{seed}.json") for other in COMPANIONS.get(run, [])]
+    return [curves_of_result(json.load(open(p))) for p in paths if os.path.exists(p)]
+
+
 def curves_of_result(result: dict) -> plot.Curves:
-    """A written result's evaluation rounds as curves (no training episodes): for redrawing
-    a run whose logdir is gone."""
+    """A written result's curves (training episodes where the result kept them): for
+    redrawing a run whose logdir is gone."""
     rounds = np.array(result["eval_rounds"], np.float64).reshape(-1, 4)
-    empty = np.zeros(0)
+    episodes = np.array(result.get("train_episodes", []), np.float64).reshape(-1, 3)
     label = plot.run_label(result["agent"], result["env"], sticky_of(result.get("run")))
-    return plot.Curves(label, rounds[:, 0], rounds[:, 1], rounds[:, 2], rounds[:, 3], empty,
-                       empty, empty)
+    return plot.Curves(label, rounds[:, 0], rounds[:, 1], rounds[:, 2], rounds[:, 3],
+                       episodes[:, 0], episodes[:, 1], episodes[:, 2])
 
 
 def sticky_of(run: str | None) -> float | None:
@@ -154,6 +172,13 @@ def run_one(run: str, seed: int, logroot: str) -> int:
            "--launch=threads", f"--seed={seed}", f"--max_actor_steps={budget}",
            f"--logdir={logdir_of(logroot, run, seed)}", "--print_every_s=30", *extra]
     print(f"[pixels] {run} seed {seed}: {' '.join(cmd[1:])}", flush=True)
+    return run_resumable(cmd)
+
+
+def run_resumable(cmd: list[str]) -> int:
+    """Runs a training command to its end; Ctrl-C (or SIGTERM, see main) is passed on to it
+    once and waited for, so that the run stops cleanly (checkpoint, summary) and a rerun
+    resumes it. Returns its exit code."""
     # Its own session: Ctrl-C reaches this script alone, which passes it on once and waits
     # for the run to stop cleanly (checkpoint, summary). subprocess.run would kill it.
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
@@ -177,8 +202,8 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
             # The logdir is gone (another machine, a later session): the written result
             # stays as it is; its figure is drawn again, with the references.
             result = json.load(open(written))
-            plot.draw([curves_of_result(result)], os.path.join(out_dir, f"{name}.png"),
-                      references=references_of(run))
+            plot.draw([curves_of_result(result)] + companions_of(run, seed, out_dir),
+                      os.path.join(out_dir, f"{name}.png"), references=references_of(run))
             print(f"[pixels] {name}: figure redrawn from {os.path.relpath(written, ROOT)} "
                   f"({len(result['eval_rounds'])} evaluation rounds)", flush=True)
             return result
@@ -198,12 +223,17 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
         "actor_steps_per_s": summary.get("actor_steps_per_s"),
         "learner_steps_per_s": summary.get("learner_steps_per_s"),
         "eval_rounds": rounds, "eval_round_fields": ["actor_steps", "wall_time_s", "mean", "std"],
+        # Kept so that the figure can be drawn again once the logdir is gone.
+        "train_episodes": [[int(s), round(float(w), 1), round(float(r), 2)] for s, w, r in
+                           zip(curves.train_steps, curves.train_wall, curves.train_return)],
+        "train_episode_fields": ["actor_steps", "wall_time_s", "episode_return"],
         "machine": f"{platform.node()}, {os.cpu_count()} cpus",
     }
     os.makedirs(out_dir, exist_ok=True)
     with open(written, "w") as f:
         json.dump(result, f, indent=1)
-    plot.draw([curves], os.path.join(out_dir, f"{name}.png"), references=references_of(run))
+    plot.draw([curves] + companions_of(run, seed, out_dir), os.path.join(out_dir, f"{name}.png"),
+              references=references_of(run))
     last = rounds[-1] if rounds else None
     print(f"[pixels] {name}: {len(rounds)} evaluation rounds"
           + (f", last {last[2]:.2f} at {last[0]} steps" if last else "")
@@ -215,6 +245,13 @@ def report(run: str, seed: int, logroot: str, out_dir: str) -> dict | None:
 
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
+
+
+def stop_on_signals() -> None:
+    """SIGTERM stops the run as Ctrl-C does, and so does a SIGINT that a background start
+    (`nohup ... &` from a script) would otherwise ignore."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main(argv=None) -> int:
@@ -231,10 +268,7 @@ def main(argv=None) -> int:
     unknown = [r for r in runs if r not in RUNS]
     if unknown:
         parser.error(f"--runs: unknown {unknown}; allowed: {', '.join(RUNS)}")
-    # SIGTERM stops the run as Ctrl-C does, and so does a SIGINT that a background start
-    # (`nohup ... &` from a script) would otherwise ignore.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    stop_on_signals()
     code = 0
     for run in runs:
         if not args.report_only:

@@ -79,8 +79,14 @@ class R2D2Builder(ActorLearnerBuilder):
         num_actors: int = 1,
     ) -> RecurrentEpsilonGreedyPolicy:
         c = self.config
-        epsilon = c.epsilon_eval if evaluation else apex_epsilon(
-            actor_id, num_actors, c.epsilon_base, c.epsilon_alpha)
+        if evaluation:
+            epsilon = c.epsilon_eval
+        elif c.epsilon_per_environment:  # Row r of this actor's calls: environment i of N.
+            rows = self.layout.envs_per_group
+            epsilon = [apex_epsilon(actor_id * rows + r, num_actors * rows, c.epsilon_base,
+                                    c.epsilon_alpha) for r in range(rows)]
+        else:
+            epsilon = apex_epsilon(actor_id, num_actors, c.epsilon_base, c.epsilon_alpha)
         return RecurrentEpsilonGreedyPolicy(networks["q"], spec, epsilon, seed)
 
     def make_actor(

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from agentkit.config import require, require_common_fields, require_replay_fields
+from components.networks.precision import COMPUTE_DTYPES
 from components.networks.torso import TORSOS
 
 
@@ -27,6 +28,12 @@ class R2D2Config:
 
     # Network: torso -> LSTM -> (dueling) head.
     torso: str = "auto"  # "mlp", "atari" (Nature CNN), "atari_shallow" (16/32), "minatar", or "auto".
+    # The Atari torsos' convolutions: "bfloat16" on float32 weights, "auto" bfloat16 where
+    # the CPU has AMX or AVX-512 BF16 and float32 elsewhere (components.networks.precision).
+    compute_dtype: str = "float32"
+    # A Linear + ReLU layer of this many units between the torso and the LSTM (0: none): the
+    # 16/32 torso's 2,592 features would otherwise enter the LSTM's four gates at every step.
+    torso_features: int = 0
     hidden_sizes: tuple[int, ...] = (128,)  # MLP torso layers.
     lstm_size: int = 128  # LSTM core units.
     dueling: bool = True  # Dueling value/advantage head.
@@ -56,6 +63,10 @@ class R2D2Config:
     # Acting.
     epsilon_base: float = 0.4  # Ape-X: actor i of N explores with base^(1 + alpha i / (N - 1)).
     epsilon_alpha: float = 7.0  # Ape-X: how fast exploration falls from actor 0 to actor N-1.
+    # Ape-X's epsilons over every environment of the program, not every actor: row r of
+    # actor a's calls is environment a * R + r of N * R (R environments a call), so one
+    # batched actor of 16 games explores from 0.4 down to 0.4^8 as 16 Ape-X actors would.
+    epsilon_per_environment: bool = False
     epsilon_eval: float = 0.0  # The evaluator's epsilon (greedy).
     variable_update_period: int = 100  # Actor steps between weight fetches.
     max_in_flight_items: int = 4  # Sequences an adder may have unconfirmed by the server.
@@ -63,10 +74,10 @@ class R2D2Config:
     # The acting layout and other program flags by family, beside the config values of the
     # classmethods below (agentkit.presets). Atari: one actor of 16 games in ale-py's C++
     # threads, two alternating groups (each with its own recurrent states); 10 evaluation
-    # games every 50k steps (its learner, 64 sequences of 80 a step, sets a slow pace).
+    # games every 100k steps (DQN's rounds).
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
         "atari": {"num_actors": 1, "num_envs_per_actor": 16, "env_groups": 2,
-                  "atari_vector_env": True, "eval_every": 50_000},
+                  "atari_vector_env": True, "eval_every": 100_000},
     }
 
     def __post_init__(self):
@@ -84,6 +95,9 @@ class R2D2Config:
         require(self.target_update_period >= 1, "target_update_period", ">= 1",
                 self.target_update_period)
         require(self.torso in TORSOS, "torso", "one of " + ", ".join(TORSOS), self.torso)
+        require(self.compute_dtype in COMPUTE_DTYPES, "compute_dtype",
+                "one of " + ", ".join(COMPUTE_DTYPES), self.compute_dtype)
+        require(self.torso_features >= 0, "torso_features", ">= 0", self.torso_features)
         require(len(self.hidden_sizes) > 0 and min(self.hidden_sizes) >= 1, "hidden_sizes",
                 "a non-empty list of positive integers", self.hidden_sizes)
         require(self.lstm_size >= 1, "lstm_size", ">= 1", self.lstm_size)
@@ -103,17 +117,31 @@ class R2D2Config:
 
     @classmethod
     def atari(cls, **overrides) -> R2D2Config:
-        """The paper's Atari settings (Kapturowski et al. 2019, table 2)."""
+        """R2D2 sized for a 2-core CPU (docs/agents/r2d2.md gives each value's measurement).
+
+        The paper's layout (64 sequences of 80, the Nature CNN, a 512-unit LSTM) costs about
+        3.6 s of both cores an update here: an hour gives 200 updates. This keeps R2D2's
+        parts (stored state with burn-in, n-step double Q with value rescaling, prioritized
+        sequences, Ape-X epsilons) and spends the CPU as DQN's Atari preset does: the IMPALA
+        paper's 16/32 torso with a 256-unit layer before a 256-unit LSTM, bfloat16
+        convolutions where native, 32 sequences of 10 burn-in + 20 trained steps (127 ms an
+        update with AMX), each step trained 8 times (DQN's replay ratio) and the target
+        copied every 80k trained steps (DQN's 2,500 x 32).
+        """
         values = dict(
-            sequence_length=80, period=40, burn_in=40, discount=0.997, n_step=5,
-            target_update_period=2_500, torso="atari", lstm_size=512, head_hidden_size=512,
-            batch_size=64, learning_rate=1e-4, learning_rate_decay_steps=0, adam_epsilon=1e-3,
-            # Each observation lies in L / P = 2 sequences: 0.4 samples per sequence
-            # replays each observation about 0.8 times, the paper's replay ratio.
-            # 20k sequences, not the paper's 100k: a sequence costs about 590 KB here (its
-            # 40 new steps' stacks and 512-unit core states), so 100k would need 59 GB.
-            samples_per_insert=0.4, min_replay_size=6_250, max_replay_size=20_000,
-            epsilon_eval=0.001, variable_update_period=400,
+            sequence_length=30, period=20, burn_in=10, discount=0.99, n_step=5,
+            target_update_period=125, torso="atari_shallow", compute_dtype="auto",
+            torso_features=256, lstm_size=256, head_hidden_size=256,
+            # Adam's epsilon well below the gradients: the loss is a mean over 640 steps of
+            # rescaled values, and its global gradient norm measured 0.004-0.009 in the
+            # first 2,800 updates on Pong (about 4e-6 a weight): at 1e-4 (tried first)
+            # every update was damped about 20-fold, and 250k steps learned nothing.
+            batch_size=32, learning_rate=2.5e-4, learning_rate_decay_steps=0, adam_epsilon=1e-6,
+            # Sequences start every 20 steps and train their last 20: each step is trained in
+            # one sequence, so 8 samples per sequence train each step 8 times. 20,000
+            # sequences are the last 400k steps (about 7 GB of frames and core states).
+            samples_per_insert=8.0, min_replay_size=1_000, max_replay_size=20_000,
+            epsilon_per_environment=True, epsilon_eval=0.001, variable_update_period=400,
         )
         values.update(overrides)
         return cls(**values)

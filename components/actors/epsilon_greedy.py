@@ -8,6 +8,9 @@ batch: a linear epsilon schedule over the steps the policy has taken
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import sonnet as snt
 import tensorflow as tf
 import tree
@@ -95,14 +98,19 @@ class RecurrentEpsilonGreedyPolicy(tf.Module):
 
     a = argmax_a Q(o, h, a) with probability 1 - epsilon, else uniform. The
     epsilon is fixed (Ape-X gives each actor its own): R2D2 does not decay it.
+    A sequence of epsilons gives row r of a call epsilons[r % len(epsilons)]: each
+    environment of a batched actor its own (Ape-X over environments, not actors).
     """
 
-    def __init__(self, network: snt.Module, spec: EnvironmentSpec, epsilon: float,
-                 seed: int = 0):
+    def __init__(self, network: snt.Module, spec: EnvironmentSpec,
+                 epsilon: float | Sequence[float], seed: int = 0):
         super().__init__(name="recurrent_epsilon_greedy")
         self._network = network
         self.spec = spec
-        self.epsilon = float(epsilon)
+        self.epsilons = tuple(float(e) for e in np.atleast_1d(epsilon))
+        if not self.epsilons or not all(0.0 <= e <= 1.0 for e in self.epsilons):
+            raise ValueError(f"epsilon: each must be in [0, 1], got {epsilon!r}")
+        self._epsilons = tf.constant(self.epsilons, tf.float32)
         self._num_actions = num_discrete_actions(spec)
         self._rng = tf.random.Generator.from_seed(seed)
         observation = tree.map_structure(
@@ -113,7 +121,9 @@ class RecurrentEpsilonGreedyPolicy(tf.Module):
 
     def _select(self, observation, state):
         q_values, new_state = self._network(observation, state)
-        actions = epsilon_greedy_actions(q_values, self.epsilon, self._rng, self._num_actions)
+        rows = tf.range(tf.shape(q_values)[0])
+        epsilon = tf.gather(self._epsilons, rows % len(self.epsilons))
+        actions = epsilon_greedy_actions(q_values, epsilon, self._rng, self._num_actions)
         return tf.cast(actions, self.spec.actions.dtype), {}, new_state
 
     def __call__(self, observation, state):

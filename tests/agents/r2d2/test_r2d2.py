@@ -31,17 +31,78 @@ def _sample(data, probability=None):
 @pytest.mark.parametrize("field,value", [
     ("sequence_length", 1), ("period", 0), ("period", 21), ("burn_in", 19), ("n_step", 0),
     ("max_priority_weight", 1.5), ("lstm_size", 0), ("min_replay_size", 8),
+    ("torso_features", -1), ("compute_dtype", "float16"),
 ])
 def test_bad_config_values_name_their_field(field, value):
     with pytest.raises(ConfigError, match=f"--{field}: must be"):
         R2D2Config(**{field: value})
 
 
-def test_atari_preset_follows_the_paper():
+def test_atari_preset_keeps_r2d2s_parts_at_a_size_two_cores_can_train():
     c = R2D2Config.atari()
-    assert (c.sequence_length, c.period, c.burn_in, c.n_step, c.discount) == (80, 40, 40, 5, 0.997)
+    assert (c.sequence_length, c.period, c.burn_in, c.n_step) == (30, 20, 10, 5)
+    assert c.trained_steps == c.period  # Each step trained in exactly one sequence ...
+    assert c.samples_per_insert == 8.0  # ... 8 times: DQN's replay ratio.
+    assert (c.torso, c.torso_features, c.lstm_size, c.compute_dtype) == (
+        "atari_shallow", 256, 256, "auto")
     assert (c.priority_exponent, c.importance_sampling_exponent, c.max_priority_weight) == (
         0.9, 0.6, 0.9)
+    assert c.epsilon_per_environment
+    # The target is copied after as many trained steps as DQN's preset (2,500 x 32).
+    assert c.target_update_period * c.batch_size * c.trained_steps == 2_500 * 32
+
+
+def test_each_environment_of_a_batched_actor_explores_with_its_own_apex_epsilon():
+    from agentkit.acting import ActingLayout
+    from components.actors import apex_epsilon
+
+    spec = make_environment_spec(fakes.discrete_environment(num_actions=3))
+    config = R2D2Config(epsilon_per_environment=True, hidden_sizes=(8,), lstm_size=8,
+                        head_hidden_size=0)
+    builder = R2D2Builder(config, ActingLayout(num_actors=2, num_envs_per_actor=8,
+                                               env_groups=2))
+    networks = builder.make_networks(spec=spec)
+    policies = [builder.make_policy(networks=networks, spec=spec, actor_id=a, num_actors=2)
+                for a in range(2)]
+    # 2 actors x 4 environments a call: 8 epsilons from 0.4 down to 0.4^8, none twice.
+    epsilons = policies[0].epsilons + policies[1].epsilons
+    assert epsilons == tuple(apex_epsilon(i, 8) for i in range(8))
+    assert epsilons[0] == pytest.approx(0.4) and epsilons[-1] == pytest.approx(0.4 ** 8)
+    assert builder.make_policy(networks=networks, spec=spec, evaluation=True).epsilons == (0.0,)
+    per_actor = R2D2Builder(R2D2Config(hidden_sizes=(8,), lstm_size=8), builder.layout)
+    assert per_actor.make_policy(networks=networks, spec=spec, actor_id=1,
+                                 num_actors=2).epsilons == (pytest.approx(0.4 ** 8),)
+
+
+def test_rows_act_with_their_own_epsilon():
+    """Row 0 at epsilon 1 acts uniformly, row 1 at epsilon 0 greedily, in one call."""
+    from components.actors import RecurrentEpsilonGreedyPolicy
+
+    spec = make_environment_spec(fakes.discrete_environment(num_actions=4))
+    builder = R2D2Builder(R2D2Config(hidden_sizes=(8,), lstm_size=8, head_hidden_size=0))
+    network = builder.make_networks(spec=spec)["q"]
+    policy = RecurrentEpsilonGreedyPolicy(network, spec, [1.0, 0.0], seed=3)
+    observations = np.zeros((2, 4), np.float32)
+    q, _ = network(tf.constant(observations), network.initial_state(2))
+    greedy = int(np.argmax(q.numpy()[1]))
+    rows = [policy(observations, network.initial_state(2))[0].numpy() for _ in range(200)]
+    assert {int(r[1]) for r in rows} == {greedy}
+    assert {int(r[0]) for r in rows} == {0, 1, 2, 3}
+    with pytest.raises(ValueError, match="epsilon"):
+        RecurrentEpsilonGreedyPolicy(network, spec, [0.5, 1.5])
+
+
+def test_torso_features_put_a_layer_between_the_torso_and_the_lstm():
+    spec = make_environment_spec(fakes.discrete_environment(num_actions=3, observation_shape=(5,)))
+    sizes = {}
+    for features in (0, 16):
+        builder = R2D2Builder(R2D2Config(hidden_sizes=(8,), lstm_size=4, head_hidden_size=0,
+                                         torso_features=features))
+        q = builder.make_networks(spec=spec)["q"]
+        sizes[features] = sorted(tuple(v.shape) for v in q.trainable_variables)
+    assert len(sizes[16]) == len(sizes[0]) + 2  # One more Linear layer: weights and bias.
+    # The LSTM's input weights (4 gates of 4 units) read 16 features, not the torso's 8.
+    assert (16, 16) in sizes[16] and (16, 16) not in sizes[0]
 
 
 def _targets(rewards, discounts, mask, q_target_at_best, gamma=0.5, n=2):
