@@ -285,8 +285,15 @@ def draw(runs: Sequence[Curves], out: str, x: str = "actor_steps",
         steps, returns = np.array(reference.steps), np.array(reference.returns)
         if x_end > 0:  # At equal agent steps: up to where the runs end.
             keep = steps <= 1.05 * x_end
+            if not keep.any():  # A final score at a larger budget: a level, dotted, named so.
+                axis.axhline(returns[0], linestyle=":", linewidth=1.4, color="black",
+                             label=f"{reference.label} (at {steps[0]:,.0f} {X_AXES[x]}, "
+                                   f"past this axis)")
+                continue
             steps, returns = steps[keep], returns[keep]
-        axis.plot(steps, returns, linestyle="--", linewidth=1.2, label=reference.label)
+        # A published final score is one point: a marker, where a line would not show.
+        axis.plot(steps, returns, linestyle="--", linewidth=1.2, label=reference.label,
+                  marker="o" if len(steps) < 3 else None)
     if references:  # One return scale for both panels, to read one against the other.
         lows, highs = zip(top.get_ylim(), bottom.get_ylim())
         for axis in (top, bottom):

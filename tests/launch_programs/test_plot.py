@@ -312,6 +312,29 @@ def test_references_are_seen_over_the_runs_steps_on_one_return_scale(tmp_path, m
     assert top == bottom and top[0] <= -21 and top[1] >= 5
 
 
+def test_a_final_score_past_the_runs_steps_is_drawn_as_a_named_level(tmp_path, monkeypatch):
+    """CleanRL's score at 10M agent steps beside a 1M-step run: cut away, it was only a
+    legend entry; it is a dotted level whose label says where it was reached."""
+    import matplotlib.axes
+
+    from launch_programs.references import Reference
+
+    levels = []
+    original = matplotlib.axes.Axes.axhline
+
+    def record(self, y=0, *args, **kwargs):
+        levels.append((y, kwargs.get("label")))
+        return original(self, y, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "axhline", record)
+    run = _run(tmp_path / "run", env="atari:Pong", rounds=((0, [-21, -20]), (1_000_000, [3, 5])),
+               training=((500_000, -19.0), (1_000_000, 2.0)))
+    later = Reference("CleanRL: 20.5", "evaluation", (10_000_000.0,), (20.5,), "src")
+    near = Reference("at 1M: 7", "evaluation", (1_000_000.0,), (7.0,), "src")
+    plot.plot([run], str(tmp_path / "f.png"), references=[later, near])
+    assert levels == [(20.5, "CleanRL: 20.5 (at 10,000,000 actor steps, past this axis)")]
+
+
 def test_a_result_file_is_redrawn_when_its_run_directory_is_gone(tmp_path):
     """bench/pixels.py: a run's written rounds are its curve once its logdir is gone."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
