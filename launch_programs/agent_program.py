@@ -104,5 +104,6 @@ def make_agent_program(
             "evaluator", "evaluator", nodes.EvaluatorNode, builder=builder,
             environment_factory=environment_factory, spec=spec, variable_source=learner,
             counter=counter, run=run, eval_every=config.eval_every,
-            eval_episodes=config.eval_episodes, eval_at_start=config.eval_at_start)
+            eval_episodes=config.eval_episodes, eval_at_start=config.eval_at_start,
+            max_actor_steps=config.max_actor_steps, ends_program=True)
     return program

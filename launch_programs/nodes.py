@@ -287,7 +287,8 @@ class ActorNode:
 
 class EvaluatorNode:
     """Every `eval_every` actor steps (and at 0 with `eval_at_start`), runs `eval_episodes`
-    greedy episodes at once.
+    greedy episodes at once; and once more when the actors have taken `max_actor_steps`,
+    then returns: a run's last round is of the agent at its budget, not one round before.
 
     The episodes run in a batch of environments, one episode each, with one
     policy call per step; each episode's return is logged as its own row.
@@ -305,6 +306,7 @@ class EvaluatorNode:
         eval_every: int,
         eval_episodes: int,
         eval_at_start: bool = True,
+        max_actor_steps: int | None = None,
     ):
         networks = builder.make_networks(spec=spec)
         policy = builder.make_policy(networks=networks, spec=spec, evaluation=True,
@@ -318,6 +320,7 @@ class EvaluatorNode:
         self._counter = counter
         self._eval_every = eval_every
         self._eval_at_start = eval_at_start
+        self._max_actor_steps = max_actor_steps
         self._logger = run.logger("evaluator", EVALUATOR_KEYS, step_key="actor_steps")
         # The actors' loop, one episode in each environment a round; it counts nothing.
         self._loop = EnvironmentLoop(self._env, self._actor, logger=self._logger,
@@ -338,10 +341,18 @@ class EvaluatorNode:
         # Without the step-0 round the evaluator's first tracing and episodes do
         # not compete with the actor and learner for the CPU while they start.
         next_eval = 0 if self._eval_at_start else self._eval_every
+        last_round = None  # The actor steps the last round began at.
         while not self._stop.is_set():
             steps = self._counter.get_counts().get("actor_steps", 0)
+            budget = self._max_actor_steps
+            if budget is not None and steps >= budget:
+                # The actors are done: a round at the budget (unless one began there), the end.
+                if last_round is None or last_round < budget:
+                    self.evaluate()
+                return
             if steps >= next_eval:
                 next_eval = (steps // self._eval_every + 1) * self._eval_every
+                last_round = steps
                 self.evaluate()
             else:
                 self._stop.wait(0.2)

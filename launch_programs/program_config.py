@@ -18,7 +18,7 @@ class ProgramConfig:
     atari_vector_env: bool = False  # atari: step each group's games in ale-py's C++ threads.
     max_env_failures: int = 10  # Episodes an actor's simulators may fail (raise) before it does.
     max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
-    eval_every: int = 5_000  # Actor steps between evaluations.
+    eval_every: int = 5_000  # Actor steps between evaluations (and a last one at max_actor_steps).
     eval_episodes: int = 10  # Episodes per evaluation (run at once, one per environment).
     eval_at_start: bool = True  # Also evaluate at step 0 (the untrained baseline).
     seed: int = 0  # Seeds the environments and the policies' exploration (not the network init).

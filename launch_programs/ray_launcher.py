@@ -75,13 +75,15 @@ class RayLauncher:
 
     def _waves(self) -> list[list[str]]:
         """The nodes in the order they are built: first those that another node calls or
-        that end the program, then the rest (the evaluator). On a machine short of cores the
-        nodes that the first learner step waits for do not share the CPU of their start-up
-        (an import of TensorFlow each) with one that nobody waits for."""
+        that end the program, then the rest (the evaluator, which ends the program only
+        after the actors). On a machine short of cores the nodes that the first learner step
+        waits for do not share the CPU of their start-up (an import of TensorFlow each) with
+        one that nobody waits for."""
         nodes = self._program.nodes
         called = {value.name for node in nodes.values()
                   for value in (*node.args, *node.kwargs.values()) if isinstance(value, Handle)}
-        first = [name for name, node in nodes.items() if name in called or node.ends_program]
+        first = [name for name, node in nodes.items() if name in called
+                 or (node.ends_program and node.kind != "evaluator")]
         rest = [name for name in nodes if name not in first]
         return [wave for wave in (first, rest) if wave]
 

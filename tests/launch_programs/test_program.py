@@ -57,7 +57,9 @@ def test_a_runner_whose_run_is_gone_is_stopped_with_the_rest_and_empty_stages_ar
     assert program.shutdown_stages([], running=set()) == []
 
 
-def test_the_agent_program_stops_actors_then_learner_and_evaluator_then_counter_then_replay():
+def test_the_agent_program_stops_actors_and_evaluator_then_learner_then_counter_then_replay():
+    """The evaluator ends the program with the actors (its round at the budget comes after
+    theirs), so an interrupted program stops it with them."""
     from agentkit.specs import make_environment_spec
     from agents.dqn import DQNBuilder, DQNConfig
     from launch_programs.agent_program import ProgramConfig, make_agent_program
@@ -69,8 +71,8 @@ def test_the_agent_program_stops_actors_then_learner_and_evaluator_then_counter_
                                  spec, config)
     running = {"learner", "actor_0", "actor_1", "evaluator"}
     assert program.shutdown_stages(program.nodes, running) == [
-        Stage(("actor_0", "actor_1"), True),
-        Stage(("learner", "evaluator"), True),
+        Stage(("actor_0", "actor_1", "evaluator"), True),
+        Stage(("learner",), True),
         Stage(("counter",), False),
         Stage(("replay",), False),
     ]

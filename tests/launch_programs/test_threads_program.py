@@ -84,6 +84,26 @@ def test_dqn_acts_and_learns_on_atari_frames(tmp_path, frames_once):
     assert evaluated_at and min(evaluated_at) >= 100
 
 
+def test_the_last_evaluation_round_is_of_the_agent_at_its_budget(tmp_path):
+    """Rounds every 400 steps of a 1,000-step budget: 0, 400, 800, and one when the actors
+    have taken their 1,000, after which the evaluator ends (the program waits for it)."""
+    config = DQNConfig(hidden_sizes=(16,), head_hidden_size=0, batch_size=16, min_replay_size=50)
+    program_config = ProgramConfig(num_actors=1, num_envs_per_actor=2, max_actor_steps=1000,
+                                   eval_every=400, eval_episodes=3, print_every_s=0)
+    spec = make_environment_spec(fakes.match_the_sign(0, False))
+    program = make_agent_program(DQNBuilder(config, program_config.layout), fakes.match_the_sign,
+                                 spec, program_config, str(tmp_path))
+    result = launch_threads(program)
+    assert result.status == "completed", result.error and result.error.formatted
+    rows = read_csv(os.path.join(tmp_path, "evaluator.csv"))
+    rounds = sorted({int(float(r["actor_steps"])) for r in rows})
+    assert len(rounds) == 4 and rounds[0] == 0 and rounds[-1] >= 1000, rounds
+    assert 400 <= rounds[1] < 800 <= rounds[2] < 1000, rounds  # One round per period.
+    assert [int(float(r["actor_steps"])) for r in rows].count(rounds[-1]) == 3  # One round.
+    final = result.objects["counter"].get_counts()["actor_steps"]
+    assert rounds[-1] <= final  # Taken after the actors stopped: no step came after it.
+
+
 def test_a_failing_node_stops_the_program_with_its_error(tmp_path):
     def broken(seed, evaluation):
         env = fakes.discrete_environment(episode_length=5, seed=seed)
