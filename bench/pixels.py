@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
+from names import names_from  # noqa: E402
 
 from components.environments.atari import STICKY_ACTION_PROBABILITY  # noqa: E402
 from launch_programs import plot  # noqa: E402
@@ -264,10 +265,7 @@ def main(argv=None) -> int:
     parser.add_argument("--report_only", action="store_true",
                         help="write the curves of what ran, without running anything")
     args = parser.parse_args(argv)
-    runs = args.runs.split(",")
-    unknown = [r for r in runs if r not in RUNS]
-    if unknown:
-        parser.error(f"--runs: unknown {unknown}; allowed: {', '.join(RUNS)}")
+    runs = names_from(parser, "--runs", args.runs, RUNS)
     stop_on_signals()
     code = 0
     for run in runs:

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import reverb  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tree  # noqa: E402
+from names import names_from  # noqa: E402
 
 from agentkit.acting import ActingLayout  # noqa: E402
 from agentkit.specs import make_environment_spec  # noqa: E402
@@ -136,10 +137,7 @@ def main(argv=None) -> int:
     parser.add_argument("--window_s", type=float, default=12.0)
     parser.add_argument("--out", default=RESULT)
     args = parser.parse_args(argv)
-    names = args.variants.split(",")
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        parser.error(f"--variants: unknown {unknown}; allowed: {', '.join(VARIANTS)}")
+    names = names_from(parser, "--variants", args.variants, VARIANTS)
     configure_tensorflow()
     f32, b16 = matmul_rate(), bfloat16_matmul_rate()
     print(f"[r2d2_learner] matmul: float32 {f32 / 1e9:.0f} GFLOP/s, bfloat16 "

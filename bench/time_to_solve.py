@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+from names import names_from
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # agent -> (environment, target return, actor-step budget of each run, extra flags)
@@ -117,10 +119,7 @@ def main(argv=None) -> int:
     workdir = tempfile.mkdtemp(prefix="time-to-solve-")
     seeds = [int(s) for s in args.seeds.split(",")]
     report = {"machine": f"{platform.node()}, {os.cpu_count()} cpus", "agents": {}}
-    agents = args.agents.split(",")
-    unknown = [a for a in agents if a not in TASKS and a not in SB3_AGENTS]
-    if unknown:
-        parser.error(f"--agents: unknown {unknown}; allowed: {', '.join([*TASKS, *SB3_AGENTS])}")
+    agents = names_from(parser, "--agents", args.agents, [*TASKS, *SB3_AGENTS])
     if any(a in SB3_AGENTS for a in agents):
         ensure_sb3_venv()
     # Seeds outside, agents inside: each agent's runs are spread over the same
