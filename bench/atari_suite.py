@@ -4,7 +4,9 @@ Each game is the command line with the agent's Atari preset (threads launcher) t
 --steps agent steps, in its own logdir under --logroot, one game after the other.
 Stopped (Ctrl-C, SIGTERM, a killed session) and started again with the same
 arguments, the suite resumes the game it was on from that game's checkpoint and
-skips the games that took their budget. After each game it writes
+skips the games that took their budget (or that the result file records as done
+when their run directory is gone: --rerun runs those again). After each game it
+writes (keeping the rows of games recorded earlier)
 
     bench/results/atari_suite/<agent>.json   per game: the final score (the mean of the
                                              last --final_rounds evaluation rounds, 10
@@ -77,15 +79,17 @@ def rom_id(game: str) -> str:
 
 
 def check_games(games: list[str]) -> list[str]:
-    """`games` if ale-py has each; else SuiteError naming the first unknown one."""
+    """`games` (each as <Game> or atari:<Game>) as <Game> if ale-py has each; else SuiteError
+    naming the first unknown one."""
     import ale_py.roms
 
     known = set(ale_py.roms.get_all_rom_ids())
+    games = [g.removeprefix("atari:") for g in games]
     for game in games:
         if not game or rom_id(game) not in known:
             raise SuiteError(f"--games: unknown game {game!r} (ale-py has no ROM "
                              f"{rom_id(game)!r}); games are spelt as in atari:<Game>, e.g. "
-                             f"Pong, Breakout, NameThisGame")
+                             f"Pong, Breakout or atari:NameThisGame")
     if len(set(games)) != len(games):
         raise SuiteError(f"--games: a game is named twice in {','.join(games)}")
     return games
@@ -157,8 +161,12 @@ def read_summary(logdir: str) -> dict:
 
 def finished(logdir: str, steps: int) -> bool:
     """Whether the game's run took its budget (a completed summary at >= steps)."""
-    summary = read_summary(logdir)
-    return summary.get("status") == "completed" and int(summary.get("actor_steps", 0)) >= steps
+    return took_budget(read_summary(logdir), steps)
+
+
+def took_budget(record: dict, steps: int) -> bool:
+    """Whether a run's summary (or its recorded row) says it completed at >= steps."""
+    return record.get("status") == "completed" and int(record.get("actor_steps") or 0) >= steps
 
 
 def run_command(agent: str, game: str, steps: int, sticky: float, seed: int, logdir: str,
@@ -232,7 +240,8 @@ def report(args, games: list[str], out_dir: str) -> dict:
     same_protocol = reference_file is not None and REFERENCES[args.agent][1] == args.sticky_actions
     recorded = recorded_rows(os.path.join(out_dir, f"{name}.json"), args)
     rows = []
-    for game in games:
+    # The games recorded earlier stay in the table (a run of one game keeps the others' rows).
+    for game in list(recorded) + [g for g in games if g not in recorded]:
         logdir = logdir_of(args.logroot, args.agent, args.sticky_actions, game, args.seed)
         reference = reference_score(reference_file, game, args.steps) if same_protocol else None
         row = game_result(logdir, game, args.steps, args.final_rounds, reference, scores)
@@ -382,8 +391,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser = _Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent", required=True, help="an agent of launch_programs.run")
     parser.add_argument("--games", default=",".join(ATARI5_GAMES + ("Breakout",)),
-                        help="comma-separated, spelt as atari:<Game> (default: the Atari-5 "
-                             "and Breakout)")
+                        help="comma-separated, as Breakout or atari:Breakout (default: the "
+                             "Atari-5 and Breakout)")
+    parser.add_argument("--rerun", default="",
+                        help="comma-separated games to run again although the result file "
+                             "records them as done (their run directory gone)")
     parser.add_argument("--steps", type=int, default=2_500_000,
                         help="agent steps a game (4 frames each)")
     parser.add_argument("--sticky_actions", type=float, default=None,
@@ -406,6 +418,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         games = check_games(args.games.split(","))
+        rerun = check_games(args.rerun.split(",")) if args.rerun else []
         if args.steps < 1:
             raise SuiteError(f"--steps: must be >= 1, got {args.steps}")
         if args.final_rounds < 1:
@@ -420,11 +433,20 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     stop_on_signals()
+    result_file = os.path.join(args.out_dir, f"{suite_name(args.agent, args.sticky_actions)}.json")
+    recorded = recorded_rows(result_file, args)
     code = 0
     for i, game in enumerate([] if args.report_only else games):
         logdir = logdir_of(args.logroot, args.agent, args.sticky_actions, game, args.seed)
         if finished(logdir, args.steps):
             print(f"[suite] {game}: done ({args.steps:,} steps in {logdir})", flush=True)
+            continue
+        if (not os.path.exists(logdir) and game not in rerun
+                and took_budget(recorded.get(game, {}), args.steps)):
+            # Its run directory is gone (a fresh checkout) but its result is recorded: running
+            # it again would replace that result with a partial one until it finished.
+            print(f"[suite] {game}: done (recorded in {result_file}; its run directory is "
+                  f"gone; --rerun={game} runs it again)", flush=True)
             continue
         cmd = run_command(args.agent, game, args.steps, args.sticky_actions, args.seed,
                           logdir, run_flags)

@@ -64,6 +64,15 @@ def test_an_unknown_game_is_refused_in_one_line_before_anything_runs(tmp_path):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
 
 
+def test_games_are_named_with_or_without_the_atari_prefix():
+    assert atari_suite.check_games(["atari:Breakout", "NameThisGame"]) == ["Breakout",
+                                                                          "NameThisGame"]
+    with pytest.raises(atari_suite.SuiteError, match="named twice"):
+        atari_suite.check_games(["Pong", "atari:Pong"])
+    with pytest.raises(atari_suite.SuiteError, match="'atari_Pong'"):
+        atari_suite.check_games(["atari_Pong"])
+
+
 def _episodes(logdir) -> list[tuple[int, float]]:
     with open(os.path.join(logdir, "evaluator.csv")) as f:
         return [(int(float(r["actor_steps"])), float(r["episode_return"]))
@@ -114,6 +123,22 @@ def test_a_game_runs_to_its_budget_writes_its_row_and_is_not_run_again(tmp_path)
     assert kept_row["final_score"] == row["final_score"]
     assert kept_row["eval_rounds"] == row["eval_rounds"]
     assert "| Breakout | completed |" in (out / "ppo.md").read_text()
+    # Started again with its run directory gone: the recorded result is not replaced by a new
+    # run's partial one (nothing runs); --rerun would run it.
+    again = _suite(*[a for a in args if not a.startswith("--games")], "--games=atari:Breakout")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "[suite] Breakout: done (recorded in" in again.stdout and "--rerun=Breakout" in \
+        again.stdout
+    assert not runs.exists()
+    (kept_row,) = json.loads((out / "ppo.json").read_text())["games"]
+    assert kept_row["final_score"] == row["final_score"] and kept_row["status"] == "completed"
+    # A table of another game keeps the recorded one's row, first, as it was.
+    other = _suite(*[a for a in args if not a.startswith("--games")], "--games=Pong",
+                   "--report_only")
+    assert other.returncode == 0, other.stderr[-2000:]
+    games = json.loads((out / "ppo.json").read_text())["games"]
+    assert [g["game"] for g in games] == ["Breakout", "Pong"]
+    assert games[0] == kept_row and games[1]["status"].startswith("not run")
 
 
 def test_the_final_score_is_the_mean_of_the_last_rounds_games(tmp_path):
