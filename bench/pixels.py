@@ -151,7 +151,8 @@ def curves_of_result(result: dict) -> plot.Curves:
     episodes = np.array(result.get("train_episodes", []), np.float64).reshape(-1, 3)
     label = plot.run_label(result["agent"], result["env"], sticky_of(result.get("run")))
     return plot.Curves(label, rounds[:, 0], rounds[:, 1], rounds[:, 2], rounds[:, 3],
-                       episodes[:, 0], episodes[:, 1], episodes[:, 2])
+                       episodes[:, 0], episodes[:, 1], episodes[:, 2],
+                       train_clipped=plot.training_rewards_clipped(result["env"]))
 
 
 def sticky_of(run: str | None) -> float | None:

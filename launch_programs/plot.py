@@ -30,11 +30,13 @@ import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
 
 from agentkit.loggers import read_csv
+from agentkit.presets import environment_family
 from launch_programs.references import Reference, ReferenceError, load_reference
 from launch_programs.summary import evaluation_rounds
 
@@ -65,6 +67,14 @@ class Curves:
     train_steps: np.ndarray  # [E] actor steps at each training episode's end
     train_wall: np.ndarray  # [E]
     train_return: np.ndarray  # [E]
+    # Whether the training episodes' returns are of clipped rewards (Atari's, in [-1, 1]
+    # a step): then they are on another scale than the evaluation's game scores.
+    train_clipped: bool = False
+
+
+def training_rewards_clipped(env: str) -> bool:
+    """Whether `env`'s training episodes sum clipped rewards (atari: clips in training)."""
+    return environment_family(env) == "atari"
 
 
 def _rows(n: int) -> str:
@@ -165,6 +175,7 @@ def load_run(run_dir: str, damaged: dict[str, int] | None = None) -> Curves:
         train_steps=np.array([float(r["actor_steps"]) for r in training]),
         train_wall=np.array([float(r["wall_time_s"]) for r in training]),
         train_return=np.array([float(r["episode_return"]) for r in training]),
+        train_clipped=training_rewards_clipped(info["env"]),
     )
 
 
@@ -294,17 +305,21 @@ def draw(runs: Sequence[Curves], out: str, x: str = "actor_steps",
         # A published final score is one point: a marker, where a line would not show.
         axis.plot(steps, returns, linestyle="--", linewidth=1.2, label=reference.label,
                   marker="o" if len(steps) < 3 else None)
-    if references:  # One return scale for both panels, to read one against the other.
+    clipped = any(r.train_clipped for r in runs)
+    if references and not clipped:  # One return scale for both panels, to read one by the other.
         lows, highs = zip(top.get_ylim(), bottom.get_ylim())
         for axis in (top, bottom):
             axis.set_ylim(min(lows), max(highs))
     top.set_ylabel("evaluation return")
-    bottom.set_ylabel("training episode return")
+    bottom.set_ylabel("training episode return" + ("\n(rewards clipped to [-1, 1])"
+                                                   if clipped else ""))
     bottom.set_xlabel(X_AXES[x])
     for axis in (top, bottom):
         axis.grid(alpha=0.3)
-        if axis.lines:
-            axis.legend(fontsize=8, loc="best")
+        if axis.lines:  # Long labels (a reference's source) wrapped to stay in the figure.
+            handles, labels = axis.get_legend_handles_labels()
+            axis.legend(handles, [textwrap.fill(label, 70) for label in labels], fontsize=7,
+                        loc="best")
     figure.tight_layout()
     folder, name = os.path.split(os.path.abspath(out))
     partial = os.path.join(folder, f".{name}.{os.getpid()}.partial")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from launch_programs import plot
-from launch_programs.references import load_reference
+from launch_programs.references import Reference, load_reference
 from tests.commands import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -286,7 +286,7 @@ def test_a_reference_that_cannot_be_drawn_fails_in_one_line(tmp_path, content, n
 
 def test_references_are_seen_over_the_runs_steps_on_one_return_scale(tmp_path, monkeypatch):
     """A 50M-step published curve beside a 1M-step run: drawn up to the run's end (equal
-    agent steps), with both panels on one return scale."""
+    agent steps), with both panels on one return scale (training returns unclipped here)."""
     import matplotlib.axes
 
     drawn, limits = [], []
@@ -302,7 +302,8 @@ def test_references_are_seen_over_the_runs_steps_on_one_return_scale(tmp_path, m
 
     monkeypatch.setattr(matplotlib.axes.Axes, "plot", record_plot)
     monkeypatch.setattr(matplotlib.axes.Axes, "set_ylim", record_ylim)
-    run = _run(tmp_path / "run", env="atari:Pong", rounds=((0, [-21, -20]), (1_000_000, [3, 5])),
+    run = _run(tmp_path / "run", env="minatar:breakout",
+               rounds=((0, [-21, -20]), (1_000_000, [3, 5])),
                training=((500_000, -19.0), (1_000_000, 2.0)))
     dqn = load_reference(DOPAMINE[0])
     plot.plot([run], str(tmp_path / "f.png"), references=[dqn])
@@ -310,6 +311,39 @@ def test_references_are_seen_over_the_runs_steps_on_one_return_scale(tmp_path, m
     assert reference_x.max() == 1_000_000 and len(reference_x) == 4  # 250k ... 1M, not 50M.
     top, bottom = limits[-2:]  # The last ones set: top and bottom on the same scale.
     assert top == bottom and top[0] <= -21 and top[1] >= 5
+
+
+def test_an_atari_runs_clipped_training_returns_keep_their_own_scale(tmp_path, monkeypatch):
+    """Atari trains on rewards clipped to [-1, 1]: a BattleZone game scores 30,000 where its
+    training episode sums 30; one shared scale flattened the training panel to a line."""
+    import matplotlib.axes
+    import matplotlib.figure
+
+    limits, labels = [], []
+    original_save = matplotlib.figure.Figure.savefig
+    original_label = matplotlib.axes.Axes.set_ylabel
+
+    def record_limits(self, *args, **kwargs):  # Each panel's scale as saved.
+        limits.extend(axis.get_ylim() for axis in self.axes)
+        return original_save(self, *args, **kwargs)
+
+    def record_label(self, label, *args, **kwargs):
+        labels.append(label)
+        return original_label(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", record_limits)
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_ylabel", record_label)
+    run = _run(tmp_path / "run", env="atari:BattleZone",
+               rounds=((0, [2_000, 3_000]), (1_000_000, [20_000, 30_000])),
+               training=((500_000, 4.0), (1_000_000, 30.0)))
+    assert plot.load_run(run).train_clipped is True
+    assert plot.load_run(_run(tmp_path / "m")).train_clipped is False
+    reference = Reference("a published score", "evaluation", (1_000_000.0,), (25_000.0,), "src")
+    plot.plot([run], str(tmp_path / "f.png"), references=[reference])
+    (top_low, top_high), (bottom_low, bottom_high) = limits
+    assert top_high >= 30_000 and bottom_high < 100  # Training's own scale, not the games'.
+    assert "training episode return\n(rewards clipped to [-1, 1])" in labels
+    assert "evaluation return" in labels
 
 
 def test_a_final_score_past_the_runs_steps_is_drawn_as_a_named_level(tmp_path, monkeypatch):
