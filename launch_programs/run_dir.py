@@ -76,6 +76,20 @@ def describe_changes(changed: dict[str, tuple[Any, Any]]) -> str:
     return ", ".join(f"--{name} {a!r} -> {b!r}" for name, (a, b) in changed.items())
 
 
+def field_defaults(run) -> dict[str, dict[str, Any]]:
+    """The defaults of the run's agent and program config classes, by `run.json` section; {}
+    for a class that cannot be made without arguments (an external agent's may not)."""
+    from agentkit.config import as_dict
+
+    out = {}
+    for section, config in (("config", run.agent_config), ("program", run.program_config)):
+        try:
+            out[section] = to_json(as_dict(type(config)()))
+        except Exception:  # noqa: BLE001  (any error of a class's own checks: no defaults)
+            out[section] = {}
+    return out
+
+
 class RunDir:
     """One run's logdir: checked by `inspect`, then opened for this life, closed at its end.
 
@@ -85,10 +99,14 @@ class RunDir:
     -9 leaves no stale lock (the kernel drops it with the process).
     """
 
-    def __init__(self, logdir: str, fresh: bool, current: dict[str, Any]):
+    def __init__(self, logdir: str, fresh: bool, current: dict[str, Any],
+                 defaults: dict[str, dict[str, Any]] | None = None):
         self.logdir = logdir
         self.fresh = fresh
         self.current = current
+        # Per record section ("config", "program"): the fields' defaults, which a run recorded
+        # before a field existed played with.
+        self.defaults = defaults or {}
         self.lives: list[dict[str, Any]] = []
         self.changed: dict[str, tuple[Any, Any]] = {}
         self.initial_counts: dict[str, float] | None = None
@@ -100,7 +118,7 @@ class RunDir:
     @classmethod
     def inspect(cls, run) -> RunDir:
         """Checks that `run` may use its logdir; reads what a resume continues from."""
-        self = cls(run.logdir, run.fresh, settings(run))
+        self = cls(run.logdir, run.fresh, settings(run), field_defaults(run))
         try:
             self._inspect()
         except BaseException:
@@ -136,6 +154,10 @@ class RunDir:
             # What atari: played before the flag.
             record.setdefault("sticky_actions", STICKY_ACTION_PROBABILITY)
         if record is not None:
+            for section, defaults in self.defaults.items():
+                if isinstance(record.get(section), dict):  # A field added since it was recorded.
+                    for name, value in defaults.items():
+                        record[section].setdefault(name, value)
             self.changed = differences(record, self.current)
             fixed = {k: v for k, v in self.changed.items() if k not in RESUMABLE}
             if fixed:

@@ -118,6 +118,26 @@ def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, capsys, f
     assert (logdir / RECORD).read_text() == record
 
 
+@pytest.mark.parametrize("section,name,other", [
+    ("program", "max_env_failures", 3),
+    ("config", "double_q", False),
+])
+def test_a_run_recorded_before_a_field_existed_resumes_at_its_default(tmp_path, capsys, section,
+                                                                     name, other):
+    """An older run.json lacks a field added since: that run played with its default, so a
+    resume at the default is the same run, and one that sets it otherwise is refused."""
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    record = json.loads((logdir / RECORD).read_text())
+    default = record[section].pop(name)  # As the toolkit wrote it before the field.
+    (logdir / RECORD).write_text(json.dumps(record))
+    resumed = RunDir.inspect(run.parse(SMALL + [f"--logdir={logdir}"]))
+    resumed.close()
+    assert resumed.changed == {}
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", f"--{name}={str(other).lower()}")
+    _one_line_error(code, err, f"--{name} {default!r} -> {other!r}", "--fresh")
+
+
 def test_a_resume_may_change_the_budget_logging_and_launcher_and_records_it(tmp_path):
     logdir = tmp_path / "run"
     _recorded_run(logdir, actor_steps=500, wall_s=30.0)
