@@ -20,20 +20,27 @@ def environment_factory(name: str, seed: int, evaluation: bool,
 
 
 def _vector_environments(name: str, seeds: list, evaluation: bool,
-                         sticky_actions: float | None = None):
+                         sticky_actions: float | None = None, life_loss: bool = False):
     from components.environments import make_vector_environment
 
-    return make_vector_environment(name, seeds, evaluation, sticky_actions=sticky_actions)
+    # Evaluation plays whole games and reads no discounts: a lost life is only training's.
+    return make_vector_environment(name, seeds, evaluation, sticky_actions=sticky_actions,
+                                   life_loss=life_loss and not evaluation)
 
 
 def batched_environment_factory(run: RunSpec):
     """With --atari_vector_env, each actor group's games in one native vector environment."""
     from components.environments import UnknownEnvironmentError
 
-    if not run.program_config.atari_vector_env:
+    program = run.program_config
+    if not program.atari_vector_env:
+        if program.atari_life_loss:
+            raise UsageError("--atari_life_loss: only with --atari_vector_env (the games "
+                             "stepped in ale-py's C++ threads report their lives)")
         return None
     factory = functools.partial(_vector_environments, run.env,
-                                sticky_actions=run.sticky_actions)
+                                sticky_actions=run.sticky_actions,
+                                life_loss=program.atari_life_loss)
     try:
         factory([0], False).close()  # An unknown game or a non-Atari env fails here.
     except UnknownEnvironmentError as e:

@@ -16,6 +16,9 @@ class ProgramConfig:
     num_envs_per_actor: int = 4  # Environments each actor steps with one policy call.
     env_groups: int = 1  # 2: alternating groups of K/2, one simulating while the other infers.
     atari_vector_env: bool = False  # atari: step each group's games in ale-py's C++ threads.
+    # atari, with atari_vector_env: a lost life ends training's bootstrap (discount 0) while the
+    # game and its score go on, as the references' EpisodicLifeEnv (CleanRL, baselines).
+    atari_life_loss: bool = False
     max_env_failures: int = 10  # Episodes an actor's simulators may fail (raise) before it does.
     max_actor_steps: int = 100_000  # The program ends when actors took this many steps in all.
     eval_every: int = 5_000  # Actor steps between evaluations (and a last one at max_actor_steps).

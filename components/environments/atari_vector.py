@@ -8,6 +8,12 @@ TimeStep whose slots are FIRST after an auto-reset, LAST with discount 0 at a
 termination and discount 1 at the 27,000-step cap, and frames channels-last
 [K, 84, 84, 4] uint8 like `atari:<Game>`. `step_async`/`step_wait` let the
 games run while the caller does other work (the inference of another group).
+
+With `life_loss=True` a step that loses a life has discount 0 while the game
+goes on (a MID step): learning does not bootstrap across a lost life, as the
+references' EpisodicLifeEnv has it (CleanRL, baselines, RL Zoo), but episodes,
+their returns and the resets stay the full games'. Games without lives (Pong
+reports 0 throughout) are unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ class AtariVectorEnvironment:
 
     def __init__(self, game: str, num_envs: int, seed: int = 0, evaluation: bool = False,
                  num_threads: int = 0, max_episode_steps: int = MAX_EPISODE_STEPS,
-                 sticky_actions: float = STICKY_ACTION_PROBABILITY):
+                 sticky_actions: float = STICKY_ACTION_PROBABILITY, life_loss: bool = False):
         from ale_py.vector_env import AtariVectorEnv
 
         if num_envs < 1:
@@ -49,6 +55,8 @@ class AtariVectorEnvironment:
         self._num_envs = int(num_envs)
         self._seed = int(seed)
         self._last = np.zeros(num_envs, dtype=bool)
+        self._life_loss = bool(life_loss)
+        self._lives = np.zeros(num_envs, dtype=np.int64)
         self._pending = False
         self.failed_episodes = 0  # The C++ games do not fail one by one; kept for the interface.
         self._observation_spec = specs.BoundedArray(
@@ -64,8 +72,9 @@ class AtariVectorEnvironment:
         if self._pending:
             self._env.recv()
             self._pending = False
-        observation, _ = self._env.reset(seed=self._seed)
+        observation, info = self._env.reset(seed=self._seed)
         self._last[:] = False
+        self._lives = np.asarray(info["lives"], np.int64).copy()
         k = self._num_envs
         return dm_env.TimeStep(
             step_type=np.full(k, dm_env.StepType.FIRST, np.int8),
@@ -82,7 +91,7 @@ class AtariVectorEnvironment:
     def step_wait(self) -> dm_env.TimeStep:
         if not self._pending:
             raise RuntimeError("step_wait called without step_async")
-        observation, reward, terminated, truncated, _ = self._env.recv()
+        observation, reward, terminated, truncated, info = self._env.recv()
         self._pending = False
         # A game whose last step ended its episode was reset by this step
         # (auto-reset on the next step): its timestep is FIRST, its action ignored.
@@ -91,7 +100,12 @@ class AtariVectorEnvironment:
         step_type = np.where(first, dm_env.StepType.FIRST,
                              np.where(last, dm_env.StepType.LAST, dm_env.StepType.MID))
         self._last = last
-        discount = np.where(np.asarray(terminated) & ~first, 0.0, 1.0).astype(np.float32)
+        ended = np.asarray(terminated) & ~first
+        lives = np.asarray(info["lives"], np.int64)
+        if self._life_loss:  # A life lost on a step inside the game (not at a reset).
+            ended |= (lives < self._lives) & ~first
+        self._lives = lives.copy()
+        discount = np.where(ended, 0.0, 1.0).astype(np.float32)
         reward = np.where(first, 0.0, np.asarray(reward, np.float32)).astype(np.float32)
         return dm_env.TimeStep(step_type=step_type.astype(np.int8), reward=reward,
                                discount=discount, observation=_channels_last(observation))

@@ -142,8 +142,9 @@ def check_sticky_actions_for(name: str, sticky_actions: float) -> float:
 
 
 def make_vector_environment(name: str, seeds: Sequence[int], evaluation: bool = False,
-                            sticky_actions: float | None = None):
-    """len(seeds) games stepped in native threads (`atari:<Game>` only), one batched environment.
+                            sticky_actions: float | None = None, life_loss: bool = False):
+    """len(seeds) games stepped in native threads (`atari:<Game>` only), one batched environment;
+    `life_loss`: a lost life has discount 0 while the game goes on (`AtariVectorEnvironment`).
 
     The games are seeded seeds[0], seeds[0] + 1, ...: ale-py seeds its games
     from one number.
@@ -159,6 +160,6 @@ def make_vector_environment(name: str, seeds: Sequence[int], evaluation: bool = 
         check_sticky_actions_for(name, sticky_actions)
     try:
         return AtariVectorEnvironment(game, len(seeds), seed=int(seeds[0]), evaluation=evaluation,
-                                      sticky_actions=sticky)
+                                      sticky_actions=sticky, life_loss=life_loss)
     except Exception as e:  # noqa: BLE001  (ale-py raises a bare error for an unknown ROM)
         raise UnknownEnvironmentError(f"--env: ale-py has no game '{game}' ({e})") from e

@@ -107,3 +107,40 @@ def test_the_vector_env_plays_with_the_runs_sticky_actions(monkeypatch, given, e
     assert seen["repeat_action_probability"] == expected
     with pytest.raises(UnknownEnvironmentError, match=r"--sticky_actions: must be in \[0, 1\)"):
         make_vector_environment("atari:Pong", seeds=[0], sticky_actions=1.5)
+
+
+def _play(env: AtariVectorEnvironment, steps: int, seed: int = 0):
+    """Step types, discounts and rewards [steps, K] of uniform random play."""
+    rng = np.random.default_rng(seed)
+    n = env.action_spec().num_values
+    env.reset()
+    played = [env.step(rng.integers(0, n, env.num_envs)) for _ in range(steps)]
+    return (np.stack([t.step_type for t in played]), np.stack([t.discount for t in played]),
+            np.stack([t.reward for t in played]))
+
+
+@pytest.mark.parametrize("game,lives", [("Breakout", 5), ("Pong", 0)])
+def test_a_lost_life_cuts_the_bootstrap_while_the_game_goes_on(game, lives):
+    """life_loss: a Breakout game of 5 lives has exactly 4 MID steps of discount 0 (the 5th
+    life's loss ends it), and the games themselves are the same; Pong has no lives."""
+    plain = AtariVectorEnvironment(game, num_envs=2, seed=3, sticky_actions=0.0)
+    cut = AtariVectorEnvironment(game, num_envs=2, seed=3, sticky_actions=0.0, life_loss=True)
+    try:
+        types, discounts, rewards = _play(plain, 700)
+        cut_types, cut_discounts, cut_rewards = _play(cut, 700)
+    finally:
+        plain.close()
+        cut.close()
+    np.testing.assert_array_equal(cut_types, types)  # The same games, ends and resets.
+    np.testing.assert_array_equal(cut_rewards, rewards)
+    np.testing.assert_array_equal(cut_discounts[types == LAST], discounts[types == LAST])
+    assert (discounts[types == MID] == 1.0).all()
+    for k in range(2):
+        ends = np.flatnonzero(types[:, k] == LAST)
+        if lives:
+            assert len(ends) >= 1, "random Breakout loses a game in 700 steps"
+            played = slice(0, ends[-1] + 1)  # Whole games only.
+            lost = (types[played, k] == MID) & (cut_discounts[played, k] == 0.0)
+            assert lost.sum() == (lives - 1) * len(ends)
+        else:
+            np.testing.assert_array_equal(cut_discounts[:, k], discounts[:, k])
