@@ -18,7 +18,8 @@ writes (keeping the rows of games recorded earlier)
     bench/results/atari_suite/<agent>-<Game>.png   the game's curve beside its reference
     bench/results/atari_suite/<agent>.png    every game's evaluation rounds, a panel each
 
-(`<agent>-sticky<P>` instead of `<agent>` for a protocol other than the reference's).
+(`<agent>-sticky<P>` instead of `<agent>` for a protocol other than the reference's, and
+the --run_flags after it, as in `ppo-atari_life_loss`: other settings, other files).
 
     python bench/atari_suite.py --agent=ppo --games=Breakout,BattleZone --steps=2500000
     python bench/atari_suite.py --agent=ppo --games=Breakout --steps=2500000 --report_only
@@ -141,14 +142,29 @@ def reference_score(reference_file: str, game: str, steps: int) -> dict | None:
             "how_read": f"{os.path.basename(path)} interpolated at {steps} agent steps"}
 
 
-def suite_name(agent: str, sticky: float) -> str:
+def flags_slug(run_flags: str) -> str:
+    """A name part for the extra flags of a suite ("--atari_life_loss --discount=0.995" ->
+    "atari_life_loss-discount0.995"); "" for none."""
+    parts = [re.sub(r"[^A-Za-z0-9_.]+", "", flag.lstrip("-").replace("=", ""))
+             for flag in shlex.split(run_flags)]
+    return "-".join(p for p in parts if p)
+
+
+def suite_name(agent: str, sticky: float, run_flags: str = "") -> str:
+    """The result files' name: the agent, then the protocol where it is not the reference's,
+    then the extra flags, so that suites of other settings never share a file."""
     reference = REFERENCES.get(agent)
     default = reference[1] if reference else DEFAULT_STICKY
-    return agent if sticky == default else f"{agent}-sticky{sticky:g}"
+    name = agent if sticky == default else f"{agent}-sticky{sticky:g}"
+    slug = flags_slug(run_flags)
+    return f"{name}-{slug}" if slug else name
 
 
-def logdir_of(logroot: str, agent: str, sticky: float, game: str, seed: int) -> str:
-    return os.path.join(logroot, f"{agent}-sticky{sticky:g}", f"{game}-s{seed}")
+def logdir_of(logroot: str, agent: str, sticky: float, game: str, seed: int,
+              run_flags: str = "") -> str:
+    slug = flags_slug(run_flags)
+    return os.path.join(logroot, f"{agent}-sticky{sticky:g}" + (f"-{slug}" if slug else ""),
+                        f"{game}-s{seed}")
 
 
 def read_summary(logdir: str) -> dict:
@@ -235,14 +251,15 @@ def report(args, games: list[str], out_dir: str) -> dict:
     """Writes the suite's JSON, table and figures; returns the JSON's content."""
     scores, model = load_json("atari_scores.json"), load_json("atari5.json")
     reference_file = REFERENCES.get(args.agent, (None, None))[0]
-    name = suite_name(args.agent, args.sticky_actions)
+    name = suite_name(args.agent, args.sticky_actions, args.run_flags)
     # The reference counts only where its protocol is this suite's.
     same_protocol = reference_file is not None and REFERENCES[args.agent][1] == args.sticky_actions
     recorded = recorded_rows(os.path.join(out_dir, f"{name}.json"), args)
     rows = []
     # The games recorded earlier stay in the table (a run of one game keeps the others' rows).
     for game in list(recorded) + [g for g in games if g not in recorded]:
-        logdir = logdir_of(args.logroot, args.agent, args.sticky_actions, game, args.seed)
+        logdir = logdir_of(args.logroot, args.agent, args.sticky_actions, game, args.seed,
+                           args.run_flags)
         reference = reference_score(reference_file, game, args.steps) if same_protocol else None
         row = game_result(logdir, game, args.steps, args.final_rounds, reference, scores)
         if not row.get("eval_rounds") and recorded.get(game, {}).get("eval_rounds"):
@@ -282,7 +299,7 @@ def recorded_rows(path: str, args) -> dict[str, dict]:
     except (OSError, ValueError):
         return {}
     same = all(earlier.get(k) == getattr(args, k) for k in
-               ("agent", "steps", "sticky_actions", "seed", "final_rounds"))
+               ("agent", "steps", "sticky_actions", "seed", "final_rounds", "run_flags"))
     return {r["game"]: r for r in earlier.get("games", [])} if same else {}
 
 
@@ -433,11 +450,13 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     stop_on_signals()
-    result_file = os.path.join(args.out_dir, f"{suite_name(args.agent, args.sticky_actions)}.json")
+    result_file = os.path.join(args.out_dir,
+                               f"{suite_name(args.agent, args.sticky_actions, args.run_flags)}.json")
     recorded = recorded_rows(result_file, args)
     code = 0
     for i, game in enumerate([] if args.report_only else games):
-        logdir = logdir_of(args.logroot, args.agent, args.sticky_actions, game, args.seed)
+        logdir = logdir_of(args.logroot, args.agent, args.sticky_actions, game, args.seed,
+                           args.run_flags)
         if finished(logdir, args.steps):
             print(f"[suite] {game}: done ({args.steps:,} steps in {logdir})", flush=True)
             continue

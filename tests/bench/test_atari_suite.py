@@ -73,6 +73,21 @@ def test_games_are_named_with_or_without_the_atari_prefix():
         atari_suite.check_games(["atari_Pong"])
 
 
+def test_suites_of_other_flags_have_files_of_their_own():
+    """A suite run with --run_flags writes beside the preset's, never over it."""
+    assert atari_suite.flags_slug("") == ""
+    assert atari_suite.flags_slug("--atari_life_loss --discount=0.995") == \
+        "atari_life_loss-discount0.995"
+    assert atari_suite.suite_name("ppo", 0.0) == "ppo"
+    assert atari_suite.suite_name("ppo", 0.0, "--atari_life_loss") == "ppo-atari_life_loss"
+    assert atari_suite.suite_name("ppo", 0.25, "--atari_life_loss") == \
+        "ppo-sticky0.25-atari_life_loss"
+    assert atari_suite.logdir_of("r", "ppo", 0.0, "Qbert", 1, "--atari_life_loss") == \
+        os.path.join("r", "ppo-sticky0-atari_life_loss", "Qbert-s1")
+    assert atari_suite.logdir_of("r", "ppo", 0.0, "Qbert", 1) == \
+        os.path.join("r", "ppo-sticky0", "Qbert-s1")
+
+
 def _episodes(logdir) -> list[tuple[int, float]]:
     with open(os.path.join(logdir, "evaluator.csv")) as f:
         return [(int(float(r["actor_steps"])), float(r["episode_return"]))
@@ -86,8 +101,11 @@ def test_a_game_runs_to_its_budget_writes_its_row_and_is_not_run_again(tmp_path)
             "--run_flags=--num_envs_per_actor=2 --rollout_length=16 --eval_episodes=2"]
     first = _suite(*args)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    logdir = runs / "ppo-sticky0" / "Breakout-s0"  # PPO's reference protocol: no sticky.
-    result = json.loads((out / "ppo.json").read_text())
+    # PPO's reference protocol (no sticky actions), and the extra flags in the names.
+    name = "ppo-num_envs_per_actor2-rollout_length16-eval_episodes2"
+    logdir = runs / "ppo-sticky0-num_envs_per_actor2-rollout_length16-eval_episodes2" / \
+        "Breakout-s0"
+    result = json.loads((out / f"{name}.json").read_text())
     (row,) = result["games"]
     assert row["status"] == "completed" and row["actor_steps"] >= 64
     episodes = _episodes(logdir)
@@ -100,9 +118,9 @@ def test_a_game_runs_to_its_budget_writes_its_row_and_is_not_run_again(tmp_path)
     assert row["hns"] == pytest.approx(100 * (row["final_score"] - 1.72) / (30.5 - 1.72),
                                        abs=1e-3)
     assert result["sticky_actions"] == 0.0 and result["atari5_median_hns"] is None
-    table = (out / "ppo.md").read_text()
+    table = (out / f"{name}.md").read_text()
     assert "| Breakout | completed |" in table and f"{reference['mean']:g}" in table
-    for figure in ("ppo-Breakout.png", "ppo.png"):  # The game's, and the suite's panels.
+    for figure in (f"{name}-Breakout.png", f"{name}.png"):  # The game's, and the suite's panels.
         assert (out / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Started again: the game took its budget, so nothing runs and the table is rewritten.
     summary = (logdir / "summary.json").stat().st_mtime_ns
@@ -112,17 +130,17 @@ def test_a_game_runs_to_its_budget_writes_its_row_and_is_not_run_again(tmp_path)
     assert "[suite] Breakout: done" in again.stdout
     assert (logdir / "summary.json").stat().st_mtime_ns == summary
     assert time.monotonic() - start < 30  # No training run (one takes its TF start-up alone).
-    assert json.loads((out / "ppo.json").read_text())["games"][0]["final_score"] == \
+    assert json.loads((out / f"{name}.json").read_text())["games"][0]["final_score"] == \
         row["final_score"]
     # Its logdir gone (a fresh checkout holds the results, not runs/): the recorded row stays.
     shutil.rmtree(runs)
     kept = _suite(*args, "--report_only")
     assert kept.returncode == 0, kept.stderr[-2000:]
-    (kept_row,) = json.loads((out / "ppo.json").read_text())["games"]
+    (kept_row,) = json.loads((out / f"{name}.json").read_text())["games"]
     assert kept_row["logdir_missing"] is True
     assert kept_row["final_score"] == row["final_score"]
     assert kept_row["eval_rounds"] == row["eval_rounds"]
-    assert "| Breakout | completed |" in (out / "ppo.md").read_text()
+    assert "| Breakout | completed |" in (out / f"{name}.md").read_text()
     # Started again with its run directory gone: the recorded result is not replaced by a new
     # run's partial one (nothing runs); --rerun would run it.
     again = _suite(*[a for a in args if not a.startswith("--games")], "--games=atari:Breakout")
@@ -130,13 +148,13 @@ def test_a_game_runs_to_its_budget_writes_its_row_and_is_not_run_again(tmp_path)
     assert "[suite] Breakout: done (recorded in" in again.stdout and "--rerun=Breakout" in \
         again.stdout
     assert not runs.exists()
-    (kept_row,) = json.loads((out / "ppo.json").read_text())["games"]
+    (kept_row,) = json.loads((out / f"{name}.json").read_text())["games"]
     assert kept_row["final_score"] == row["final_score"] and kept_row["status"] == "completed"
     # A table of another game keeps the recorded one's row, first, as it was.
     other = _suite(*[a for a in args if not a.startswith("--games")], "--games=Pong",
                    "--report_only")
     assert other.returncode == 0, other.stderr[-2000:]
-    games = json.loads((out / "ppo.json").read_text())["games"]
+    games = json.loads((out / f"{name}.json").read_text())["games"]
     assert [g["game"] for g in games] == ["Breakout", "Pong"]
     assert games[0] == kept_row and games[1]["status"].startswith("not run")
 
