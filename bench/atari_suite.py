@@ -150,20 +150,27 @@ def flags_slug(run_flags: str) -> str:
     return "-".join(p for p in parts if p)
 
 
+def _with_flags(name: str, run_flags: str) -> str:
+    slug = flags_slug(run_flags)
+    return f"{name}-{slug}" if slug else name
+
+
 def suite_name(agent: str, sticky: float, run_flags: str = "") -> str:
     """The result files' name: the agent, then the protocol where it is not the reference's,
     then the extra flags, so that suites of other settings never share a file."""
     reference = REFERENCES.get(agent)
     default = reference[1] if reference else DEFAULT_STICKY
-    name = agent if sticky == default else f"{agent}-sticky{sticky:g}"
-    slug = flags_slug(run_flags)
-    return f"{name}-{slug}" if slug else name
+    return _with_flags(agent if sticky == default else f"{agent}-sticky{sticky:g}", run_flags)
+
+
+def result_path(out_dir: str, args) -> str:
+    """The suite's JSON under `out_dir`."""
+    return os.path.join(out_dir, f"{suite_name(args.agent, args.sticky_actions, args.run_flags)}.json")
 
 
 def logdir_of(logroot: str, agent: str, sticky: float, game: str, seed: int,
               run_flags: str = "") -> str:
-    slug = flags_slug(run_flags)
-    return os.path.join(logroot, f"{agent}-sticky{sticky:g}" + (f"-{slug}" if slug else ""),
+    return os.path.join(logroot, _with_flags(f"{agent}-sticky{sticky:g}", run_flags),
                         f"{game}-s{seed}")
 
 
@@ -254,7 +261,7 @@ def report(args, games: list[str], out_dir: str) -> dict:
     name = suite_name(args.agent, args.sticky_actions, args.run_flags)
     # The reference counts only where its protocol is this suite's.
     same_protocol = reference_file is not None and REFERENCES[args.agent][1] == args.sticky_actions
-    recorded = recorded_rows(os.path.join(out_dir, f"{name}.json"), args)
+    recorded = recorded_rows(result_path(out_dir, args), args)
     rows = []
     # The games recorded earlier stay in the table (a run of one game keeps the others' rows).
     for game in list(recorded) + [g for g in games if g not in recorded]:
@@ -281,7 +288,7 @@ def report(args, games: list[str], out_dir: str) -> dict:
     os.makedirs(out_dir, exist_ok=True)
     if any(r.get("eval_rounds") for r in rows):
         draw_suite(result, os.path.join(out_dir, f"{name}.png"))
-    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+    with open(result_path(out_dir, args), "w") as f:
         json.dump(result, f, indent=1)
     table = format_table(result)
     with open(os.path.join(out_dir, f"{name}.md"), "w") as f:
@@ -450,8 +457,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     stop_on_signals()
-    result_file = os.path.join(args.out_dir,
-                               f"{suite_name(args.agent, args.sticky_actions, args.run_flags)}.json")
+    result_file = result_path(args.out_dir, args)
     recorded = recorded_rows(result_file, args)
     code = 0
     for i, game in enumerate([] if args.report_only else games):
