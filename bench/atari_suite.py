@@ -443,6 +443,10 @@ def main(argv=None) -> int:
     try:
         games = check_games(args.games.split(","))
         rerun = check_games(args.rerun.split(",")) if args.rerun else []
+        if set(rerun) - set(games):
+            raise SuiteError(f"--rerun: {sorted(set(rerun) - set(games))[0]!r} is not one of "
+                             f"--games ({','.join(games)}); only a game of the suite can run "
+                             f"again")
         if args.steps < 1:
             raise SuiteError(f"--steps: must be >= 1, got {args.steps}")
         if args.final_rounds < 1:

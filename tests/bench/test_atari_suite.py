@@ -64,6 +64,16 @@ def test_an_unknown_game_is_refused_in_one_line_before_anything_runs(tmp_path):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
 
 
+def test_a_rerun_of_a_game_outside_the_suite_is_refused_in_one_line(tmp_path, capsys):
+    """It was ignored: the user waited hours for a suite that never ran the game."""
+    code = atari_suite.main(["--agent=ppo", "--games=Pong,Breakout", "--rerun=Qbert", "--report_only",
+                             f"--logroot={tmp_path / 'runs'}", f"--out_dir={tmp_path / 'out'}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1
+    assert "--rerun" in lines[0] and "'Qbert'" in lines[0] and "Pong,Breakout" in lines[0]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
+
+
 def test_games_are_named_with_or_without_the_atari_prefix():
     assert atari_suite.check_games(["atari:Breakout", "NameThisGame"]) == ["Breakout",
                                                                           "NameThisGame"]
