@@ -1,0 +1,101 @@
+"""bench/peers_pong.py: how a run's games are read and when it stops, against a fake peer
+(a process that prints games as CleanRL does), and a one-line refusal of an unknown run."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+import pytest
+
+from tests.commands import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+try:
+    import peers_pong
+finally:
+    sys.path.pop(0)
+
+
+def test_the_mean_counts_only_a_full_window_and_keeps_the_first_crossing():
+    window = peers_pong.GameWindow(size=3, target=18.0)
+    window.add(1.0, 100, 21.0)
+    window.add(2.0, 200, 21.0)  # Two games of 21: a mean >= 18, but not yet 3 games.
+    assert window.reached is None
+    window.add(3.0, 300, 12.0)  # (21 + 21 + 12) / 3 = 18.
+    assert window.reached == {"wall_time_s": 3.0, "agent_steps": 300, "mean": 18.0,
+                              "games_so_far": 3}
+    window.add(4.0, 400, -21.0)
+    window.add(5.0, 500, 21.0)
+    assert window.reached["agent_steps"] == 300 and window.count == 5
+
+
+def test_a_peers_output_lines_are_read_as_games():
+    assert peers_pong.game_of_line("cleanrl", "global_step=13080, episodic_return=-21.0\n") \
+        == (13080, -21.0)
+    assert peers_pong.game_of_line("cleanrl", "global_step=8, episodic_return=[19.]") == (8, 19.0)
+    assert peers_pong.game_of_line("cleanrl", "SPS: 57") is None
+    assert peers_pong.game_of_line("rl_games", '{"agent_steps": 64, "game_return": -20.0}') \
+        == (64, -20.0)
+    assert peers_pong.game_of_line("rl_games", "fps step: 2183 frames: 8192") is None
+
+
+def test_a_growing_csv_gives_each_whole_row_once(tmp_path):
+    path = tmp_path / "actor.csv"
+    tail = peers_pong.CsvTail(str(path))
+    assert list(tail.rows()) == []  # Not written yet.
+    path.write_text("actor_steps,episode_return\n10,-21\n20,-2")  # The last row half written.
+    assert list(tail.rows()) == [{"actor_steps": "10", "episode_return": "-21"}]
+    with open(path, "a") as f:
+        f.write("0\n30,\n")
+    assert list(tail.rows()) == [{"actor_steps": "20", "episode_return": "-20"},
+                                 {"actor_steps": "30", "episode_return": ""}]
+    assert list(tail.rows()) == []
+
+
+FAKE_PEER = """
+import sys, time
+for game in range(1, 1000):
+    print(f"global_step={game * 10}, episodic_return={-21.0 if game <= 50 else 20.0}",
+          flush=True)
+    time.sleep(0.002)
+time.sleep(600)  # A peer that would go on: the benchmark must stop it.
+"""
+
+
+def test_a_run_stops_at_the_target_and_leaves_no_process(tmp_path, monkeypatch):
+    """Games 1-50 score -21, then 20. A window of 100 holding k games of -21 has the mean
+    (2000 - 41k) / 100 >= 18 for k <= 4: game 146, step 1460. One of 20 games: (400 - 41k) /
+    20 >= 18 for k = 0 only: game 70, step 700."""
+    script = tmp_path / "fake_peer.py"
+    script.write_text(FAKE_PEER)
+    monkeypatch.setattr(peers_pong, "ensure_venv", lambda peer: sys.executable)
+    monkeypatch.setattr(peers_pong, "command_of",
+                        lambda *a: ([sys.executable, str(script)], {}))
+    args = types.SimpleNamespace(seed=1, max_steps=10**6, max_minutes=5.0, target=18.0)
+    result = peers_pong.run_peer(peers_pong.PEERS["cleanrl"], args, str(tmp_path))
+    assert result["reached"] and result["stopped_by"] == "target"
+    assert result["agent_steps_to_target"] == 1460
+    assert result["own_report"]["first_at_target"]["agent_steps"] == 700  # Its 20-game mean.
+    assert 0 < result["wall_time_s_to_target"] < 60
+    assert result["exit_code"] < 0  # Stopped by a signal, not left to sleep.
+    # The whole group is gone: no process of the fake peer is left.
+    left = [p for p in os.listdir("/proc") if p.isdigit()
+            and str(script) in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="ignore")]
+    assert left == []
+
+
+def test_an_unknown_run_is_refused_in_one_line(tmp_path, capsys):
+    code = peers_pong.main(["--runs=ours,stable_baselines", f"--out={tmp_path / 'out.json'}",
+                            f"--keep={tmp_path / 'runs'}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "'stable_baselines'" in lines[0]
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("flag", ["--max_steps=0", "--max_minutes=0"])
+def test_an_empty_budget_is_refused(tmp_path, flag, capsys):
+    code = peers_pong.main(["--runs=ours", flag, f"--out={tmp_path / 'out.json'}",
+                            f"--keep={tmp_path / 'runs'}"])
+    assert code == 2 and "must be > 0" in capsys.readouterr().err
