@@ -33,6 +33,8 @@ setup(
     install_requires=CORE,
     extras_require={
         "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "ruff>=0.4"],
+        # bench/profile_pong.py samples a run's threads.
+        "bench": ["py-spy==0.4.1"],
         # control:<domain>:<task>; dm-control 1.0.50 needs mujoco 3.17 (4.0 lacks fields it reads).
         "control": ["dm-control==1.0.50", "mujoco==3.17.0"],
     },

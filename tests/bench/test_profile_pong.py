@@ -1,0 +1,54 @@
+"""bench/profile_pong.py: py-spy's samples sorted into where each thread's wall-clock goes."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tests.commands import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+try:
+    import profile_pong
+finally:
+    sys.path.pop(0)
+
+BOOT = "_bootstrap (threading.py:1002);run (threading.py:982);_target (launch_programs/threads.py:51)"
+RAW = "\n".join([
+    f"thread (64): actor_0;{BOOT};run (agentkit/environment_loop.py:141);_observe (agentkit/"
+    "environment_loop.py:211);update (components/variable_client.py:137);wait (threading.py:331) 60",
+    f"thread (64): actor_0;{BOOT};run (agentkit/environment_loop.py:141);step (components/"
+    "environments/atari_vector.py:115);recv (ale_py/vector_env.py:254) 30",
+    f"thread (64): actor_0;{BOOT};run (agentkit/environment_loop.py:140);select_action (components/"
+    "actors/feed_forward.py:101);__call__ (components/compiled.py:54) 10",
+    # The actor's budget watcher is not the actor: its waiting counts nowhere.
+    f"thread (73): actor_0-budget;{BOOT};_watch_budget (launch_programs/nodes.py:258);wait "
+    "(threading.py:331) 100",
+    f"thread (63): learner;{BOOT};step (components/learners/step_loop.py:123);__call__ "
+    "(components/compiled.py:54) 75",
+    f"thread (63): learner;{BOOT};__next__ (components/datasets/reverb_dataset.py:119) 25",
+    f"thread (65): evaluator;{BOOT};run (launch_programs/nodes.py:358);wait (threading.py:331) 100",
+    "thread (13): monitor;_run (launch_programs/monitor.py:138);wait (threading.py:331) 100",
+    "a line that is not a sample",
+])
+
+
+def test_samples_are_sorted_by_thread_and_stack_into_shares_of_wall_clock():
+    rows = profile_pong.table(profile_pong.classify(RAW))
+    shares = {(r["thread"], r["category"]): r["wall_fraction"] for r in rows}
+    assert shares == {
+        ("actor", "fetching weights or waiting for them"): 0.6,
+        ("actor", "env stepping"): 0.3,
+        ("actor", "inference"): 0.1,  # The policy call, although it runs a compiled function.
+        ("learner", "SGD step (forward, backward, Adam)"): 0.75,
+        ("learner", "reading data (and waiting for the round)"): 0.25,
+        ("evaluator", "waiting for its next round"): 1.0,
+    }
+    assert [r["thread"] for r in rows][:3] == ["actor"] * 3  # Largest share first.
+
+
+def test_only_node_threads_have_a_kind():
+    assert profile_pong.thread_kind("actor_12") == "actor"
+    assert profile_pong.thread_kind("actor_0-budget") is None
+    assert profile_pong.thread_kind("learner") == "learner"
+    assert profile_pong.thread_kind("MainThread") is None
