@@ -35,8 +35,9 @@ def batched_environment_factory(run: RunSpec):
     program = run.program_config
     if not program.atari_vector_env:
         if program.atari_life_loss:
-            raise UsageError("--atari_life_loss: only with --atari_vector_env (the games "
-                             "stepped in ale-py's C++ threads report their lives)")
+            raise UsageError("--atari_life_loss (given, or in the agent's Atari preset): only "
+                             "with --atari_vector_env (the games stepped in ale-py's C++ "
+                             "threads report their lives); add --atari_life_loss=false")
         return None
     factory = functools.partial(_vector_environments, run.env,
                                 sticky_actions=run.sticky_actions,

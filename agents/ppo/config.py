@@ -70,13 +70,15 @@ class PPOConfig:
     # environments (rl-baselines3-zoo's 8: half the policy calls of 2 x 4 and no actor
     # waiting on another), the first evaluation at 5,000 steps. MinAtar: one actor of 16
     # games (a round: 16 x 128 steps), evaluated every 25,000 frames. Atari: one actor of 64
-    # games in ale-py's C++ threads (rounds of 64 x 128 steps, rl_games' Pong layout), 10
-    # evaluation games every 250k steps.
+    # games in ale-py's C++ threads (rounds of 64 x 128 steps, rl_games' Pong layout), a lost
+    # life a bootstrap's end as the references' EpisodicLifeEnv (Breakout 139.7 against 56.0
+    # without it at 2.5M steps; games without lives, Pong, unchanged), 10 evaluation games
+    # every 250k steps.
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
         "classic_control": {"num_actors": 1, "num_envs_per_actor": 8, "eval_at_start": False},
         "minatar": {"num_actors": 1, "num_envs_per_actor": 16, "eval_every": 25_000},
         "atari": {"num_actors": 1, "num_envs_per_actor": 64, "atari_vector_env": True,
-                  "eval_every": 250_000},
+                  "atari_life_loss": True, "eval_every": 250_000},
     }
 
     def __post_init__(self):
@@ -167,10 +169,12 @@ class A2CConfig(PPOConfig):
     activation: str = "relu"  # The MLP torso's nonlinearity (PPO's default is tanh).
     # The rest as PPO's (baseline_cost 0.5, max_gradient_norm 0.5, adam_epsilon 1e-5).
 
-    # PPO's layouts, but Atari's 8 games (rounds of 8 x 5 steps), as A2C's figures were run.
+    # PPO's layouts, but Atari's 8 games (rounds of 8 x 5 steps) and whole games to the
+    # bootstrap, as A2C's figures were run (its life-loss learning is not measured).
     program_presets: ClassVar[dict[str, dict[str, Any]]] = {
         **PPOConfig.program_presets,
-        "atari": {**PPOConfig.program_presets["atari"], "num_envs_per_actor": 8},
+        "atari": {**PPOConfig.program_presets["atari"], "num_envs_per_actor": 8,
+                  "atari_life_loss": False},
     }
 
     @classmethod

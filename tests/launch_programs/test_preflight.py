@@ -24,7 +24,8 @@ def _lost_lives(env, steps: int = 400) -> int:
 
 
 @pytest.mark.parametrize("flags,training,evaluation", [
-    ([], 0, 0), (["--atari_life_loss"], "some", 0)])
+    ([], "some", 0),  # PPO's Atari preset has it.
+    (["--atari_life_loss=false"], 0, 0), (["--atari_life_loss"], "some", 0)])
 def test_atari_life_loss_reaches_the_training_games_only(flags, training, evaluation):
     factory = batched_environment_factory(run.parse(BREAKOUT + flags))
     train, evaluate = factory([0, 1], False), factory([0, 1], True)
@@ -37,7 +38,11 @@ def test_atari_life_loss_reaches_the_training_games_only(flags, training, evalua
     assert (lost_in_training > 0) if training == "some" else lost_in_training == 0
 
 
-def test_atari_life_loss_without_the_vector_env_is_refused_in_one_line():
-    with pytest.raises(UsageError, match="^--atari_life_loss: only with --atari_vector_env"):
-        batched_environment_factory(run.parse(BREAKOUT + ["--atari_life_loss",
-                                                          "--atari_vector_env=false"]))
+@pytest.mark.parametrize("flags", [["--atari_life_loss"], []])  # Given, or the preset's.
+def test_atari_life_loss_without_the_vector_env_is_refused_in_one_line(flags):
+    with pytest.raises(UsageError, match=r"^--atari_life_loss \(given, or in the agent's Atari "
+                                         r"preset\): only with --atari_vector_env.*"
+                                         r"add --atari_life_loss=false$"):
+        batched_environment_factory(run.parse(BREAKOUT + flags + ["--atari_vector_env=false"]))
+    batched_environment_factory(run.parse(  # Both off: the Python games, no lives read.
+        BREAKOUT + ["--atari_life_loss=false", "--atari_vector_env=false"]))

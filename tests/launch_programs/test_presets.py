@@ -152,8 +152,10 @@ def test_the_atari_presets_of_the_policy_gradient_agents():
     assert config.normalize_observations and config.learning_rate_decay_steps == 0
     assert (program.num_envs_per_actor, config.rollout_length, config.num_minibatches) == (
         64, 128, 4)  # Minibatches of 2,048 steps.
+    assert program.atari_vector_env and program.atari_life_loss  # The references' lives.
     config, program = parse("a2c")
     assert program.num_envs_per_actor == 8 and config.kl_target == 0.0
+    assert not program.atari_life_loss  # Not measured for A2C.
     assert not config.normalize_observations
     config, program = parse("appo")
     assert (config.unroll_length, config.batch_size, config.num_epochs) == (50, 15, 2)
