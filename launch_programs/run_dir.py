@@ -147,7 +147,7 @@ class RunDir:
                 f"{MARKER} marker; it holds {listed}); give an empty or new --logdir")
         if self.fresh:
             return
-        record = _read_record(os.path.join(path, RECORD))
+        record = read_record(os.path.join(path, RECORD))
         if record is not None and "sticky_actions" in self.current:
             from components.environments.atari import STICKY_ACTION_PROBABILITY
 
@@ -290,7 +290,7 @@ def _check_safe(path: str) -> None:
                           f"remove it, or give another --logdir")
 
 
-def _read_record(path: str) -> dict[str, Any] | None:
+def read_record(path: str) -> dict[str, Any] | None:
     """run.json as a dict of the expected shape, None if absent; RunDirError if damaged."""
     if not os.path.exists(path):
         return None

@@ -268,6 +268,19 @@ def _check_plot(args: list[str]) -> None:
             raise DocCommandError(f"launch_programs.plot: {flag}: not one of {sorted(plot.X_AXES)}")
 
 
+def _check_flags(module: str, args: list[str]) -> None:
+    """A command's flags parse with its module's `make_parser()` (its paths may be
+    placeholders)."""
+    import importlib
+
+    parser = importlib.import_module(module).make_parser()
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            parser.parse_args(args)
+        except SystemExit:
+            raise DocCommandError(f"{module}: {err.getvalue().strip()}") from None
+
+
 def _check_local_cluster(args: list[str]) -> None:
     """The local cluster's flags parse."""
     from launch_programs.local_cluster import make_parser
@@ -297,6 +310,8 @@ def check_command(line: str) -> None:
             return _check_run(args[2:], env)
         if args[:2] == ["-m", "launch_programs.plot"]:
             return _check_plot(args[2:])
+        if args[:2] == ["-m", "launch_programs.evaluate"]:
+            return _check_flags("launch_programs.evaluate", args[2:])
         if args[:2] == ["-m", "launch_programs.local_cluster"]:
             return _check_local_cluster(args[2:])
         if args[:2] == ["-m", "pytest"]:
