@@ -1,13 +1,15 @@
 """Plays a trained run's agent: its evaluation policy, restored from the run's learner
 checkpoint, on the run's environment and protocol.
 
-    python -m launch_programs.evaluate RUN_DIR [--episodes=10] [--seed=0]
+    python -m launch_programs.evaluate RUN_DIR [--episodes=10] [--seed=0] [--checkpoint=latest]
 
 The agent, environment, sticky actions and the whole resolved config come from the run's
-run.json; the weights from <RUN_DIR>/checkpoints/learner.npz. It prints the mean, standard
-deviation and each episode's return, and writes them to <RUN_DIR>/evaluation.json (the run's
-other files are left as they are). A run directory without run.json or a checkpoint, a
-damaged or foreign checkpoint, or bad flags: one line, exit code 2, nothing written.
+run.json; the weights from <RUN_DIR>/checkpoints/learner.npz (`latest`: the one a run keeps)
+or the learner checkpoint file --checkpoint names (a copy kept from an earlier point). It
+prints the mean, standard deviation and each episode's return, and writes them to
+<RUN_DIR>/evaluation.json (the run's other files are left as they are). A run directory
+without run.json or a checkpoint, a damaged or foreign checkpoint, or bad flags: one line,
+exit code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def restored_learner(run, builder, spec, path: str):
     return learner
 
 
-def evaluate(run_dir: str, episodes: int, seed: int) -> dict[str, Any]:
+def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
+             ) -> dict[str, Any]:
     """Plays `episodes` games of the run's evaluation policy at once; their returns."""
     import numpy as np
 
@@ -109,7 +112,7 @@ def evaluate(run_dir: str, episodes: int, seed: int) -> dict[str, Any]:
         builder, factory, spec = prepare(run)
     except UsageError as e:
         raise EvaluateError(f"run.json no longer makes a run here: {e}") from None
-    path = os.path.join(run_dir, CHECKPOINT)
+    path = os.path.join(run_dir, CHECKPOINT) if checkpoint == "latest" else checkpoint
     learner = restored_learner(run, builder, spec, path)
     networks = builder.make_networks(spec=spec)
     policy = builder.make_policy(networks=networks, spec=spec, evaluation=True, seed=seed)
@@ -126,7 +129,8 @@ def evaluate(run_dir: str, episodes: int, seed: int) -> dict[str, Any]:
     returns = [float(r) for r in returns]
     learner_steps = int(learner.save().get("num_steps", np.array(-1)))
     return {"agent": run.agent, "env": run.env, "sticky_actions": run.sticky_actions,
-            "checkpoint": CHECKPOINT, "learner_steps": learner_steps, "episodes": episodes,
+            "checkpoint": CHECKPOINT if checkpoint == "latest" else os.path.abspath(path),
+            "learner_steps": learner_steps, "episodes": episodes,
             "seed": seed, "policy": "evaluation", "return_mean": float(np.mean(returns)),
             "return_std": float(np.std(returns)), "returns": returns,
             "wall_time_s": round(time.monotonic() - start, 2)}
@@ -138,6 +142,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("run_dir", help="a run's --logdir")
     parser.add_argument("--episodes", type=int, default=10, help="games played, at once")
     parser.add_argument("--seed", type=int, default=0, help="seeds the games and the policy")
+    parser.add_argument("--checkpoint", default="latest",
+                        help="latest (the run's checkpoints/learner.npz) or a learner "
+                             "checkpoint file of this run")
     return parser
 
 
@@ -152,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise EvaluateError(f"--episodes: must be >= 1, got {args.episodes}")
         if not os.path.isdir(args.run_dir):
             raise EvaluateError(f"{args.run_dir} is not a directory")
-        result = evaluate(args.run_dir, args.episodes, args.seed)
+        result = evaluate(args.run_dir, args.episodes, args.seed, args.checkpoint)
     except EvaluateError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ def _digests(directory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """DQN's CartPole preset to 20k steps: it evaluates at 500 (the cap) there."""
+    """DQN's CartPole preset to 20k steps: past random play (about 20), often at the cap (500)."""
     logdir = tmp_path_factory.mktemp("evaluate") / "dqn"
     done = run_module("launch_programs.run", "--agent=dqn", "--env=gym:CartPole-v1",
                       "--max_actor_steps=20000", f"--logdir={logdir}", "--seed=0",
@@ -46,7 +46,9 @@ def test_the_trained_policy_plays_as_it_learned_and_its_figures_are_written(trai
     assert result["learner_steps"] == summary["learner_steps"]  # The run's last weights.
     assert len(result["returns"]) == result["episodes"] == 4
     assert result["return_mean"] == pytest.approx(np.mean(result["returns"]))
-    assert result["return_mean"] >= 400  # An untrained network plays about 10-30.
+    # An untrained network plays about 10-30; this run plays 180-500 (its training is not
+    # deterministic under threads: its last rounds vary).
+    assert result["return_mean"] >= 100
     assert f"mean {result['return_mean']:.2f}" in done.stdout
     after = _digests(run_dir)  # Only its own file is added.
     assert set(after) - set(before) == {"evaluation.json"}
@@ -55,6 +57,21 @@ def test_the_trained_policy_plays_as_it_learned_and_its_figures_are_written(trai
                        timeout=180)
     assert json.load(open(run_dir / "evaluation.json"))["returns"] == result["returns"]
     assert again.returncode == 0
+
+
+def test_a_checkpoint_file_named_is_the_one_played(trained, tmp_path):
+    """A copy of the checkpoint kept elsewhere is played; the run's own, if damaged, is not
+    read."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained, run_dir)
+    kept = tmp_path / "kept.npz"
+    shutil.copy(run_dir / "checkpoints" / "learner.npz", kept)
+    (run_dir / "checkpoints" / "learner.npz").write_bytes(b"not a checkpoint")
+    done = run_module("launch_programs.evaluate", str(run_dir), "--episodes=2",
+                      f"--checkpoint={kept}", timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.load(open(run_dir / "evaluation.json"))
+    assert result["checkpoint"] == str(kept) and result["return_mean"] >= 100
 
 
 def _damage_missing(run_dir):
