@@ -52,13 +52,16 @@ import zipfile
 from collections.abc import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tests.commands import user_env  # noqa: E402  (a shell's environment, as tests run commands)
+
 OUT = os.path.join(ROOT, "bench", "results", "peers_pong.json")
 TARGET = 18.0
 WINDOW = 100  # Finished games the like-for-like mean spans: rl_games' own games_to_track.
 CLEANRL_WHEEL = "cleanrl==1.2.0"  # Its wheel holds cleanrl/ppo_atari_envpool.py.
 CLEANRL_SCRIPT = "cleanrl/ppo_atari_envpool.py"
 TORCH = "torch==2.13.0"  # The CPU build (a newer pin takes a CUDA build of several GB).
-KEPT_ENV = ("PATH", "HOME", "LANG", "USER")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,11 +102,6 @@ PEERS = {
 
 class BenchError(Exception):
     """A setup or argument failure: one line, exit code 2."""
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """A shell's environment (no variables of the caller's virtual environment), plus extra."""
-    return {k: os.environ[k] for k in KEPT_ENV if k in os.environ} | extra
 
 
 def ensure_venv(peer: Peer) -> str:
@@ -233,7 +231,7 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
     lock, last_steps = threading.Lock(), [0]
     usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=workdir, env=clean_env(PYTHONUNBUFFERED="1"),
+    proc = subprocess.Popen(cmd, cwd=workdir, env=user_env(PYTHONUNBUFFERED="1"),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 

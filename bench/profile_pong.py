@@ -37,6 +37,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from peers_pong import CsvTail, stop  # noqa: E402
+
 OUT = os.path.join(ROOT, "bench", "results", "profile_pong.json")
 RATE_HZ = 100
 
@@ -136,17 +140,9 @@ def run_process(pid: int) -> int:
 
 
 def actor_steps(logdir: str) -> int:
-    path = os.path.join(logdir, "actor.csv")
-    if not os.path.exists(path):
-        return 0
-    with open(path) as f:
-        lines = f.read().splitlines()
-    header = lines[0].split(",") if lines else []
-    if "actor_steps" not in header:
-        return 0
-    column = header.index("actor_steps")
-    values = [line.split(",")[column] for line in lines[1:] if line.count(",") == len(header) - 1]
-    return int(float(values[-1])) if values else 0
+    """The actor steps of actor.csv's last whole row (0 before any)."""
+    rows = list(CsvTail(os.path.join(logdir, "actor.csv")).rows())
+    return int(float(rows[-1]["actor_steps"])) if rows else 0
 
 
 def flops_part(minibatch: int, epochs: int) -> dict:
@@ -237,11 +233,7 @@ def main(argv=None) -> int:
             report["agent_steps_per_s"] = round((actor_steps(logdir) - steps_before) / elapsed, 1)
     finally:
         if proc is not None:
-            os.killpg(proc.pid, 2)
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
+            stop(proc, graceful=True)
         if logdir:
             shutil.rmtree(logdir, ignore_errors=True)
     report["profile"] = table(wall)

@@ -75,7 +75,8 @@ def run_spec_of(run_dir: str):
 
 
 def restored_learner(run, builder, spec, path: str):
-    """The run's learner with the checkpoint's state: the variable source of the policy."""
+    """The run's learner with the checkpoint's state (the variable source of the policy), and
+    the learner steps the checkpoint records (-1 if it records none)."""
     from agentkit.checkpointing import CheckpointError, read_checkpoint
 
     if not os.path.exists(path):
@@ -92,7 +93,7 @@ def restored_learner(run, builder, spec, path: str):
     except Exception as e:  # noqa: BLE001  (any learner's refusal of a state not its own)
         raise EvaluateError(f"{path} is not a checkpoint of this run's {run.agent} learner "
                             f"({type(e).__name__}: {e})") from None
-    return learner
+    return learner, int(state.get("num_steps", -1))
 
 
 def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
@@ -113,7 +114,7 @@ def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
     except UsageError as e:
         raise EvaluateError(f"run.json no longer makes a run here: {e}") from None
     path = os.path.join(run_dir, CHECKPOINT) if checkpoint == "latest" else checkpoint
-    learner = restored_learner(run, builder, spec, path)
+    learner, learner_steps = restored_learner(run, builder, spec, path)
     networks = builder.make_networks(spec=spec)
     policy = builder.make_policy(networks=networks, spec=spec, evaluation=True, seed=seed)
     actor = builder.make_actor(policy=policy, networks=networks, adder=None,
@@ -127,7 +128,6 @@ def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
     finally:
         environment.close()
     returns = [float(r) for r in returns]
-    learner_steps = int(learner.save().get("num_steps", np.array(-1)))
     return {"agent": run.agent, "env": run.env, "sticky_actions": run.sticky_actions,
             "checkpoint": CHECKPOINT if checkpoint == "latest" else os.path.abspath(path),
             "learner_steps": learner_steps, "episodes": episodes,

@@ -281,16 +281,6 @@ def _check_flags(module: str, args: list[str]) -> None:
             raise DocCommandError(f"{module}: {err.getvalue().strip()}") from None
 
 
-def _check_local_cluster(args: list[str]) -> None:
-    """The local cluster's flags parse."""
-    from launch_programs.local_cluster import make_parser
-
-    try:
-        make_parser().parse_args(args)
-    except SystemExit:
-        raise DocCommandError(f"launch_programs.local_cluster {' '.join(args)}: bad flags") from None
-
-
 def check_command(line: str) -> None:
     """Raises DocCommandError unless `line` would run as written from the repository root."""
     words = shlex.split(line, comments=True)
@@ -313,7 +303,7 @@ def check_command(line: str) -> None:
         if args[:2] == ["-m", "launch_programs.evaluate"]:
             return _check_flags("launch_programs.evaluate", args[2:])
         if args[:2] == ["-m", "launch_programs.local_cluster"]:
-            return _check_local_cluster(args[2:])
+            return _check_flags("launch_programs.local_cluster", args[2:])
         if args[:2] == ["-m", "pytest"]:
             return _check_paths(args[2:], "pytest")
         if args and args[0].endswith(".py"):
