@@ -22,6 +22,11 @@ CORE = [
     "ray==2.60.0",
     # minatar:<game>; the package also pulls matplotlib, pandas, scipy and seaborn (its display).
     "minatar==1.0.15",
+    # `launch_programs.evaluate --video`: mp4 through imageio's ffmpeg plugin (its own ffmpeg
+    # binary), gif through pillow; pygame draws gymnasium's classic-control frames.
+    "imageio==2.38.1",
+    "imageio-ffmpeg==0.8.1",
+    "pygame==2.6.1",
 ]
 
 setup(

@@ -55,3 +55,15 @@ class CompiledFunction:
 
     def experimental_get_tracing_count(self) -> int:
         return self._function.experimental_get_tracing_count()
+
+
+def batched_signature(specs: Any) -> Any:
+    """`specs` (a nest of array specs) as TensorSpecs with a leading batch dimension of any
+    size: the input signature of a function called on batches (traced once, whatever the
+    batch)."""
+    return tree.map_structure(lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), specs)
+
+
+def core_state_signature(core_size: int) -> tuple[tf.TensorSpec, tf.TensorSpec]:
+    """An LSTM core's state (hidden, cell), each [B, core_size] float32."""
+    return tuple(tf.TensorSpec((None, core_size), tf.float32) for _ in range(2))

@@ -2,14 +2,18 @@
 checkpoint, on the run's environment and protocol.
 
     python -m launch_programs.evaluate RUN_DIR [--episodes=10] [--seed=0] [--checkpoint=latest]
+        [--video=FILE.mp4|FILE.gif] [--export=DIR]
 
 The agent, environment, sticky actions and the whole resolved config come from the run's
 run.json; the weights from <RUN_DIR>/checkpoints/learner.npz (`latest`: the one a run keeps)
 or the learner checkpoint file --checkpoint names (a copy kept from an earlier point). It
 prints the mean, standard deviation and each episode's return, and writes them to
-<RUN_DIR>/evaluation.json (the run's other files are left as they are). A run directory
-without run.json or a checkpoint, a damaged or foreign checkpoint, or bad flags: one line,
-exit code 2, nothing written.
+<RUN_DIR>/evaluation.json (the run's other files are left as they are). `--video` records
+the first episode's frames (components/environments/video.py says which); `--export` saves
+the evaluation policy, as restored and seeded, as a TensorFlow SavedModel that plain
+`tf.saved_model.load` serves (components/actors/serving.py: its signature). A run directory
+without run.json or a checkpoint, a damaged or foreign checkpoint, an unwritable video path,
+an export directory that is not empty, or bad flags: one line, exit code 2, nothing written.
 """
 
 from __future__ import annotations
@@ -96,18 +100,41 @@ def restored_learner(run, builder, spec, path: str):
     return learner, int(state.get("num_steps", -1))
 
 
-def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
-             ) -> dict[str, Any]:
-    """Plays `episodes` games of the run's evaluation policy at once; their returns."""
+def check_export_directory(directory: str) -> str:
+    """`directory` if a SavedModel can be written there: absent or empty, its parent writable."""
+    if os.path.exists(directory) and (not os.path.isdir(directory) or os.listdir(directory)):
+        raise EvaluateError(f"--export: {directory} exists and is not an empty directory")
+    parent = os.path.dirname(os.path.abspath(directory))
+    target = directory if os.path.isdir(directory) else parent
+    if not os.path.isdir(parent) or not os.access(target, os.W_OK):
+        raise EvaluateError(f"--export: {directory} cannot be written")
+    return directory
+
+
+def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest",
+             video: str | None = None, export: str | None = None) -> dict[str, Any]:
+    """Plays `episodes` games of the run's evaluation policy at once; their returns. With
+    `video`, the first game's frames are written there; with `export`, the policy is saved
+    there (before it plays: as seeded)."""
     import numpy as np
 
     from agentkit.environment_loop import EnvironmentLoop
+    from components.actors.serving import ExportError, export_policy
+    from components.environments import video as videos
     from components.environments.batched import BatchedEnvironment
     from launch_programs.devices import configure_tensorflow
     from launch_programs.flags import UsageError
     from launch_programs.preflight import prepare
 
     run = run_spec_of(run_dir)
+    if video is not None:
+        try:
+            videos.check_video_path(video, run.env)
+        except videos.VideoError as e:
+            raise EvaluateError(str(e)) from None
+        os.environ.setdefault("MUJOCO_GL", "egl")  # A control task's camera, headless.
+    if export is not None:
+        check_export_directory(export)
     configure_tensorflow()
     try:
         builder, factory, spec = prepare(run)
@@ -120,11 +147,33 @@ def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
     actor = builder.make_actor(policy=policy, networks=networks, adder=None,
                                variable_source=learner)
     actor.update(wait=True)  # The checkpoint's weights.
-    environment = BatchedEnvironment.from_factory(
-        lambda i: factory(seed=seed + i, evaluation=True), episodes)
+    result: dict[str, Any] = {}
+    if export is not None:
+        try:
+            result["export"] = {"directory": os.path.abspath(export),
+                                **export_policy(policy, export)}
+        except ExportError as e:
+            raise EvaluateError(f"--export: {e}") from None
+    recorder = None
+
+    def make(i: int):
+        nonlocal recorder
+        if i or video is None:
+            return factory(seed=seed + i, evaluation=True)
+        recorder = videos.FirstEpisodeRecorder(factory(seed=seed, evaluation=True, render=True))
+        return recorder
+
+    environment = BatchedEnvironment.from_factory(make, episodes)
     start = time.monotonic()
     try:
         returns = EnvironmentLoop(environment, actor, update_actor=False).run_episode_each()
+        if recorder is not None:
+            fps = videos.frames_per_second(recorder)
+            videos.write_video(video, recorder.frames, fps)
+            result["video"] = {"path": os.path.abspath(video), "frames": len(recorder.frames),
+                               "fps": fps}
+    except videos.VideoError as e:
+        raise EvaluateError(str(e)) from None
     finally:
         environment.close()
     returns = [float(r) for r in returns]
@@ -133,7 +182,7 @@ def evaluate(run_dir: str, episodes: int, seed: int, checkpoint: str = "latest"
             "learner_steps": learner_steps, "episodes": episodes,
             "seed": seed, "policy": "evaluation", "return_mean": float(np.mean(returns)),
             "return_std": float(np.std(returns)), "returns": returns,
-            "wall_time_s": round(time.monotonic() - start, 2)}
+            "wall_time_s": round(time.monotonic() - start, 2), **result}
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -145,6 +194,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", default="latest",
                         help="latest (the run's checkpoints/learner.npz) or a learner "
                              "checkpoint file of this run")
+    parser.add_argument("--video", default=None,
+                        help="FILE.mp4 or FILE.gif: the first episode's frames")
+    parser.add_argument("--export", default=None,
+                        help="DIR (absent or empty): the evaluation policy as a SavedModel")
     return parser
 
 
@@ -159,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise EvaluateError(f"--episodes: must be >= 1, got {args.episodes}")
         if not os.path.isdir(args.run_dir):
             raise EvaluateError(f"{args.run_dir} is not a directory")
-        result = evaluate(args.run_dir, args.episodes, args.seed, args.checkpoint)
+        result = evaluate(args.run_dir, args.episodes, args.seed, args.checkpoint,
+                          video=args.video, export=args.export)
     except EvaluateError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -167,6 +221,13 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{result['learner_steps']}: mean {result['return_mean']:.2f} std "
           f"{result['return_std']:.2f} over {args.episodes} episodes: "
           f"{', '.join(f'{r:g}' for r in result['returns'])}", flush=True)
+    if "video" in result:
+        print(f"[evaluate] video: {result['video']['path']} ({result['video']['frames']} "
+              f"frames at {result['video']['fps']:g}/s)", flush=True)
+    if "export" in result:
+        print(f"[evaluate] exported: {result['export']['directory']} (signature "
+              f"{result['export']['signature']}: {', '.join(result['export']['inputs'])} -> "
+              f"{', '.join(result['export']['outputs'])})", flush=True)
     write_json(os.path.join(args.run_dir, RESULT), result)
     return 0
 

@@ -11,12 +11,12 @@ from launch_programs.flags import RunSpec, UsageError
 
 def environment_factory(name: str, seed: int, evaluation: bool,
                          observation_indices: tuple[int, ...] = (),
-                         sticky_actions: float | None = None):
+                         sticky_actions: float | None = None, render: bool = False):
     from components.environments import make_environment
 
     return make_environment(name, seed=seed, evaluation=evaluation,
                             observation_indices=observation_indices,
-                            sticky_actions=sticky_actions)
+                            sticky_actions=sticky_actions, render=render)
 
 
 def _vector_environments(name: str, seeds: list, evaluation: bool,

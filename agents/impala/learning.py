@@ -34,6 +34,7 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
+from components.compiled import batched_signature
 from components.learners import FusedAdam, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import masked_mean, vtrace
 from components.networks.normalizer import observe_inputs
@@ -110,8 +111,7 @@ class IMPALALearner(SGDLearner):
                 lambda s: tf.TensorSpec((s.shape[0], None) + tuple(s.shape[2:]), s.dtype),
                 signature)
         else:  # Items [T+1, ...]: a batch stacks batch_size of them.
-            batched = tree.map_structure(
-                lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
+            batched = batched_signature(signature)
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,
                          epochs_per_batch=epochs_per_batch, sample_signature=batched)
 

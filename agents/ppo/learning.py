@@ -39,6 +39,7 @@ import sonnet as snt
 import tensorflow as tf
 import tree
 
+from components.compiled import batched_signature
 from components.learners import FusedAdam, KLAdaptive, LearnerIO, LinearDecay, OptimizerGroup, SGDLearner
 from components.losses import (
     clipped_surrogate_loss,
@@ -109,8 +110,7 @@ class PPOLearner(SGDLearner):
         else:
             opt = FusedAdam(schedule.rate, epsilon=epsilon)
         groups = [OptimizerGroup("optimizer", "loss", network.trainable_variables, opt, schedule)]
-        batched = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), signature)
+        batched = batched_signature(signature)
         # The loop runs the epochs of minibatches; this learner gives the round's steps
         # (`prepare`), their loss, and counts the rounds (`_after_batch`).
         super().__init__(io=io, groups=groups, max_gradient_norm=max_gradient_norm,

@@ -9,14 +9,14 @@ batch: a linear epsilon schedule over the steps the policy has taken
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
-from components.compiled import CompiledFunction
+from components.compiled import CompiledFunction, batched_signature, core_state_signature
 
 
 def epsilon_greedy_actions(q_values: tf.Tensor, epsilon: tf.Tensor, rng: tf.random.Generator,
@@ -54,11 +54,9 @@ class EpsilonGreedyPolicy(tf.Module):
         self._decay_steps = int(decay_steps)
         self._steps = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._rng = tf.random.Generator.from_seed(seed)
-        signature = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations
-        )
         # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = CompiledFunction(self._select, input_signature=[signature])
+        self._policy = CompiledFunction(self._select,
+                                        input_signature=[batched_signature(spec.observations)])
 
     def start_at(self, steps: int) -> None:
         """Goes on with the schedule from `steps` observations (a resumed or rebuilt actor),
@@ -87,6 +85,15 @@ class EpsilonGreedyPolicy(tf.Module):
     def __call__(self, observation):
         return self._policy(observation)
 
+    core_size = 0  # Feed-forward: no state between steps.
+
+    def serve(self, observation) -> dict[str, tf.Tensor]:
+        """The policy in TensorFlow ops only (`components.actors.serving` exports it): its
+        actions, and the Q-values they come from."""
+        q_values = self._network(observation)
+        return {"actions": tf.cast(self.select_from_q_values(q_values), self.spec.actions.dtype),
+                "q_values": q_values}
+
     @property
     def num_traces(self) -> int:
         """How many times the policy was traced (1 after warm-up: no retracing)."""
@@ -113,21 +120,27 @@ class RecurrentEpsilonGreedyPolicy(tf.Module):
         self._epsilons = tf.constant(self.epsilons, tf.float32)
         self._num_actions = num_discrete_actions(spec)
         self._rng = tf.random.Generator.from_seed(seed)
-        observation = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
-        state = tuple(tf.TensorSpec((None, network.core_size), tf.float32) for _ in range(2))
+        self.core_size = int(network.core_size)
         # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = CompiledFunction(self._select, input_signature=[observation, state])
+        self._policy = CompiledFunction(self._select, input_signature=[
+            batched_signature(spec.observations), core_state_signature(self.core_size)])
 
     def _select(self, observation, state):
+        served = self.serve(observation, state)
+        return served["actions"], {}, served["state"]
+
+    def __call__(self, observation, state):
+        return self._policy(observation, state)
+
+    def serve(self, observation, state) -> dict[str, Any]:
+        """The policy in TensorFlow ops only (`components.actors.serving` exports it): its
+        actions, the Q-values they come from and the core's next state."""
         q_values, new_state = self._network(observation, state)
         rows = tf.range(tf.shape(q_values)[0])
         epsilon = tf.gather(self._epsilons, rows % len(self.epsilons))
         actions = epsilon_greedy_actions(q_values, epsilon, self._rng, self._num_actions)
-        return tf.cast(actions, self.spec.actions.dtype), {}, new_state
-
-    def __call__(self, observation, state):
-        return self._policy(observation, state)
+        return {"actions": tf.cast(actions, self.spec.actions.dtype), "q_values": q_values,
+                "state": new_state}
 
     @property
     def num_traces(self) -> int:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
-from components.compiled import CompiledFunction
+from components.compiled import CompiledFunction, batched_signature
 
 
 class GaussianNoisePolicy(tf.Module):
@@ -30,10 +29,9 @@ class GaussianNoisePolicy(tf.Module):
         self.sigma = float(sigma)
         self._noise_scale = self.sigma * (self._maximum - self._minimum) / 2.0
         self._rng = tf.random.Generator.from_seed(seed)
-        signature = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
         # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = CompiledFunction(self._select, input_signature=[signature])
+        self._policy = CompiledFunction(self._select,
+                                        input_signature=[batched_signature(spec.observations)])
 
     def _select(self, observation):
         action = tf.cast(self._network(observation), self._dtype)
@@ -43,6 +41,12 @@ class GaussianNoisePolicy(tf.Module):
 
     def __call__(self, observation):
         return self._policy(observation)
+
+    core_size = 0  # Feed-forward: no state between steps.
+
+    def serve(self, observation) -> dict[str, tf.Tensor]:
+        """The policy in TensorFlow ops only (`components.actors.serving` exports it)."""
+        return {"actions": self._select(observation)}
 
     @property
     def num_traces(self) -> int:

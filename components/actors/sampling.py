@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sonnet as snt
 import tensorflow as tf
-import tree
 
 from agentkit.specs import EnvironmentSpec, num_discrete_actions
-from components.compiled import CompiledFunction
+from components.compiled import CompiledFunction, batched_signature, core_state_signature
 
 
 class SamplingPolicy(tf.Module):
@@ -31,9 +32,10 @@ class SamplingPolicy(tf.Module):
         self._action_dtype = np.dtype(spec.actions.dtype)
         self.version = tf.Variable(0, dtype=tf.int64, trainable=False, name="policy_version")
         self.spec = spec
-        signature = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
-        self._policy = CompiledFunction(self._logits, input_signature=[signature])
+        # Sampling in TensorFlow ops, for the policy served outside the toolkit (`serve`).
+        self._serving_rng = tf.random.Generator.from_seed(seed)
+        self._policy = CompiledFunction(self._logits,
+                                        input_signature=[batched_signature(spec.observations)])
 
     @staticmethod
     def extras_spec(spec: EnvironmentSpec) -> dict[str, tf.TensorSpec]:
@@ -71,6 +73,23 @@ class SamplingPolicy(tf.Module):
     def num_traces(self) -> int:
         return self._policy.experimental_get_tracing_count()
 
+    core_size = 0  # Feed-forward: no state between steps.
+
+    def _served_actions(self, logits: tf.Tensor) -> tf.Tensor:
+        """`_sample` in TensorFlow ops: argmax when greedy, else a Gumbel-max sample from
+        the policy's TensorFlow generator (its draws are not the numpy ones, the distribution
+        is the same)."""
+        if not self._greedy:
+            uniform = self._serving_rng.uniform(tf.shape(logits), 1e-20, 1.0)
+            logits = logits - tf.math.log(-tf.math.log(uniform))
+        return tf.cast(tf.argmax(logits, axis=-1), self._action_dtype)
+
+    def serve(self, observation) -> dict[str, tf.Tensor]:
+        """The policy in TensorFlow ops only (`components.actors.serving` exports it): its
+        actions and logits."""
+        logits = self._policy_logits(observation)
+        return {"actions": self._served_actions(logits), "logits": logits}
+
 
 class RecurrentSamplingPolicy(SamplingPolicy):
     """(observations, core states) -> (actions, {"logits", "policy_version"}, new core states)."""
@@ -78,10 +97,9 @@ class RecurrentSamplingPolicy(SamplingPolicy):
     def __init__(self, network: snt.Module, spec: EnvironmentSpec, greedy: bool = False,
                  seed: int = 0):
         super().__init__(network, spec, greedy, seed)
-        observation = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations)
-        state = tuple(tf.TensorSpec((None, network.core_size), tf.float32) for _ in range(2))
-        self._policy = CompiledFunction(self._select_recurrent, input_signature=[observation, state])
+        self.core_size = int(network.core_size)
+        self._policy = CompiledFunction(self._select_recurrent, input_signature=[
+            batched_signature(spec.observations), core_state_signature(self.core_size)])
 
     def _select_recurrent(self, observation, state):
         (logits, _), new_state = self._network(observation, state)
@@ -91,3 +109,7 @@ class RecurrentSamplingPolicy(SamplingPolicy):
         logits, version, new_state = self._policy(observation, state)
         logits = logits.numpy()
         return self._sample(logits), self._extras(logits, version.numpy()), new_state
+
+    def serve(self, observation, state) -> dict[str, Any]:
+        (logits, _), new_state = self._network(observation, state)
+        return {"actions": self._served_actions(logits), "logits": logits, "state": new_state}

@@ -9,7 +9,7 @@ import tree
 
 from agentkit.specs import EnvironmentSpec
 from components.actors.epsilon_greedy import EpsilonGreedyPolicy
-from components.compiled import CompiledFunction
+from components.compiled import CompiledFunction, batched_signature
 
 
 class TDPriority(tf.Module):
@@ -27,9 +27,7 @@ class TDPriority(tf.Module):
         self._network = network
         self._policy = policy
         self._action_dtype = spec.actions.dtype
-        observation = tree.map_structure(
-            lambda s: tf.TensorSpec((None,) + tuple(s.shape), s.dtype), spec.observations
-        )
+        observation = batched_signature(spec.observations)
         scalar = tf.TensorSpec((None,), tf.float32)
         action = tf.TensorSpec((None,), spec.actions.dtype)
         self._fn = CompiledFunction(

@@ -77,3 +77,14 @@ class GymnasiumToDmEnv(dm_env.Environment):
     @property
     def gym_env(self) -> gym.Env:
         return self._env
+
+    def render(self) -> np.ndarray:
+        """The picture now, [H, W, 3] uint8: an Atari game's own screen (always there), or
+        the environment's `render()` when it was made with render_mode="rgb_array"."""
+        ale = getattr(self._env.unwrapped, "ale", None)
+        if ale is not None:
+            return ale.getScreenRGB()
+        if self._env.render_mode != "rgb_array":
+            raise ValueError(f"{self._env.spec.id if self._env.spec else self._env}: made "
+                             f"without render_mode='rgb_array', it draws no frames")
+        return np.asarray(self._env.render())

@@ -25,14 +25,21 @@ class UnknownEnvironmentError(ValueError):
     """The `--env` name does not name an environment this toolkit can make."""
 
 
-def _make_gym(name: str, seed: int | None, evaluation: bool) -> dm_env.Environment:
+def _make_gym(name: str, seed: int | None, evaluation: bool,
+              render: bool = False) -> dm_env.Environment:
+    import os
+
     import gymnasium as gym
 
     from components.environments.gym_adapter import GymnasiumToDmEnv
 
     del evaluation
+    if render:  # pygame draws classic control: no greeting, no sound card sought.
+        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     try:
-        env = gym.make(name)
+        env = gym.make(name, render_mode="rgb_array") if render else gym.make(name)
     except gym.error.Error as e:
         raise UnknownEnvironmentError(f"--env: gymnasium has no environment '{name}' ({e})") from e
     return GymnasiumToDmEnv(env, seed=seed)
@@ -75,7 +82,8 @@ def _make_control(name: str, seed: int | None, evaluation: bool) -> dm_env.Envir
     import os
 
     del evaluation
-    os.environ.setdefault("MUJOCO_GL", "disable")  # State observations only: no rendering.
+    # State observations: no rendering unless asked (evaluate --video sets MUJOCO_GL=egl).
+    os.environ.setdefault("MUJOCO_GL", "disable")
     try:
         from dm_control import suite
     except ImportError:
@@ -102,13 +110,16 @@ def make_environment(
     evaluation: bool = False,
     observation_indices: Sequence[int] = (),
     sticky_actions: float | None = None,
+    render: bool = False,
 ) -> dm_env.Environment:
     """Makes the environment named `kind:id`, with float32 observations and rewards.
 
     `observation_indices` keeps only those entries of a vector observation
     (e.g. (0, 2) hides CartPole's velocities); empty keeps everything.
     `sticky_actions` (atari: only) is the probability that a game repeats the
-    previous action; None: the family's default (0.25).
+    previous action; None: the family's default (0.25). `render`: it draws frames
+    (components.environments.video): a gymnasium one is made to render (Atari games and
+    control tasks always can).
     """
     kind, sep, env_id = name.partition(":")
     if not sep or not env_id or kind not in _FACTORIES:
@@ -117,6 +128,8 @@ def make_environment(
     if sticky_actions is not None:
         check_sticky_actions_for(name, sticky_actions)
         environment = SinglePrecisionWrapper(_make_atari(env_id, seed, evaluation, sticky_actions))
+    elif kind == "gym":
+        environment = SinglePrecisionWrapper(_make_gym(env_id, seed, evaluation, render))
     else:
         environment = SinglePrecisionWrapper(_FACTORIES[kind](env_id, seed, evaluation))
     if observation_indices:
