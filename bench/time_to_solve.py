@@ -40,6 +40,7 @@ TASKS = {
     "ppo": ("gym:CartPole-v1", 475.0, 60_000, []),
     "a2c": ("gym:CartPole-v1", 475.0, 60_000, []),
     "d4pg": ("gym:Pendulum-v1", -250.0, 60_000, []),
+    "sac": ("gym:Pendulum-v1", -250.0, 30_000, []),
     # The performance issue's user command: DQN's preset with two actors (2 x 16 envs).
     "dqn_2actors": ("gym:CartPole-v1", 475.0, 60_000, ["--num_actors=2"]),
 }

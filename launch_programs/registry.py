@@ -35,6 +35,7 @@ AGENTS: dict[str, str] = {
     "a2c": "agents.ppo:A2CBuilder",
     "r2d2": "agents.r2d2:R2D2Builder",
     "d4pg": "agents.d4pg:D4PGBuilder",
+    "sac": "agents.sac:SACBuilder",
 }
 ENTRY_POINT_GROUP = "agentkit.agents"
 

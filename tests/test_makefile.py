@@ -17,7 +17,8 @@ MAKE = shutil.which("make")
 # A python3 that is 3.12: a real interpreter told so before it runs the code it is given.
 PYTHON_312 = """#!/bin/sh
 [ "$1" = -c ] || exit 1
-exec {python} -c "import sys; sys.version_info = (3, 12, 1); sys.version = '3.12.1'; exec(sys.argv[1])" "$2"
+exec {python} -c "import sys; sys.version_info = (3, 12, 1); sys.version = '3.12.1'; \
+exec(sys.argv[1])" "$2"
 """
 
 pytestmark = pytest.mark.skipif(MAKE is None, reason="needs make")

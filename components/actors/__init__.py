@@ -2,8 +2,8 @@
 
 Actors: batched feed-forward and recurrent (K environments, one policy call
 per step). Policies: epsilon-greedy (scheduled, or fixed per Ape-X
-actor), Gaussian noise for deterministic policies, Ape-X's actor-side
-priorities.
+actor), Gaussian noise for deterministic policies, sampling from a softmax or
+a tanh-squashed Gaussian, Ape-X's actor-side priorities.
 """
 
 from components.actors.epsilon_greedy import (
@@ -16,9 +16,10 @@ from components.actors.feed_forward import BatchedFeedForwardActor
 from components.actors.gaussian_noise import GaussianNoisePolicy
 from components.actors.recurrent import BatchedRecurrentActor
 from components.actors.sampling import RecurrentSamplingPolicy, SamplingPolicy
+from components.actors.squashed_gaussian import SquashedGaussianPolicy
 from components.actors.td_priority import TDPriority
 
 __all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "EpsilonGreedyPolicy",
            "GaussianNoisePolicy", "RecurrentEpsilonGreedyPolicy",
-           "RecurrentSamplingPolicy", "SamplingPolicy",
+           "RecurrentSamplingPolicy", "SamplingPolicy", "SquashedGaussianPolicy",
            "TDPriority", "apex_epsilon", "epsilon_greedy_actions"]

@@ -13,10 +13,12 @@ from components.networks.mlp import MLPTorso
 from components.networks.noisy import NoisyLinear, NoisyMLP, set_noise
 from components.networks.policy_value import PolicyValueHead
 from components.networks.recurrent import RecurrentNetwork, RecurrentPolicyValue, RecurrentQNetwork
+from components.networks.stochastic_policy import TanhGaussianPolicy, TwinCritic, squashed_log_prob
 from components.networks.torso import make_torso
 
 __all__ = ["AtariTorso", "CategoricalQHead", "DeterministicPolicy", "DistributionalCritic",
            "DuelingHead", "LayerNormMLP",
            "MinAtarTorso", "MLPTorso", "NoisyLinear", "NoisyMLP",
            "PolicyValueHead", "RecurrentNetwork", "RecurrentPolicyValue", "RecurrentQNetwork",
-           "SeparatePolicyValue", "make_policy_value_network", "make_torso", "set_noise"]
+           "SeparatePolicyValue", "TanhGaussianPolicy", "TwinCritic", "make_policy_value_network",
+           "make_torso", "set_noise", "squashed_log_prob"]

@@ -141,15 +141,24 @@ def test_a_sampled_policy_serves_draws_from_its_softmax(tmp_path):
     assert len(set(answer["actions"])) > 1  # Sampled, not argmax.
 
 
-def test_a_continuous_policy_serves_the_toolkits_actions(tmp_path):
+def test_continuous_policies_serve_the_toolkits_actions(tmp_path):
+    """D4PG's deterministic policy, SAC's mode (its evaluation) and SAC's samples (the
+    generator saved with its state)."""
     spec = make_environment_spec(fakes.continuous_environment(action_dim=2, observation_shape=(5,)))
     rng = np.random.default_rng(1)
     observations = [rng.normal(size=(BATCH, 5)).astype(np.float32) for _ in range(STEPS)]
-    policy = _policy("d4pg", spec)
-    export_policy(policy, str(tmp_path / "model"))
-    served = _served(tmp_path, [(tmp_path / "model", observations, 0)])[0]
-    for answer, (actions, _) in zip(served, _toolkit_steps(policy, observations)):
-        np.testing.assert_allclose(answer["actions"], actions, rtol=1e-5, atol=1e-6)
+    policies = [_policy("d4pg", spec), _policy("sac", spec)]
+    builder = get_agent("sac")(get_agent("sac").config_class(), layout=ActingLayout())
+    networks = builder.make_networks(spec=spec)
+    policies.append(builder.make_policy(networks=networks, spec=spec, seed=3))  # Sampled.
+    for i, policy in enumerate(policies):
+        export_policy(policy, str(tmp_path / f"model{i}"))
+    served = _served(tmp_path, [(tmp_path / f"model{i}", observations, 0)
+                                for i in range(len(policies))])
+    for policy, answers in zip(policies, served):
+        toolkit = _toolkit_steps(policy, observations)
+        for answer, (actions, _) in zip(answers, toolkit):
+            np.testing.assert_allclose(answer["actions"], actions, rtol=1e-5, atol=1e-6)
 
 
 def test_a_policy_without_serve_is_refused_in_one_line(tmp_path):
