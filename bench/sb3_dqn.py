@@ -31,10 +31,11 @@ TARGET = 475.0
 class FirstReached(BaseCallback):
     """Every `every` steps: `episodes` greedy episodes; stops training at the target."""
 
-    def __init__(self, seed: int, every: int = 5_000, episodes: int = 10):
+    def __init__(self, seed: int, every: int = 5_000, episodes: int = 10,
+                 env_id: str = "CartPole-v1", target: float = TARGET):
         super().__init__()
-        self.env = gym.make("CartPole-v1")
-        self.seed, self.every, self.episodes = seed, every, episodes
+        self.env = gym.make(env_id)
+        self.seed, self.every, self.episodes, self.target = seed, every, episodes, target
         self.start = time.time()
         self.reached = None
         self.rounds = []
@@ -56,7 +57,7 @@ class FirstReached(BaseCallback):
             returns.append(total)
         mean = float(np.mean(returns))
         self.rounds.append((self.num_timesteps, round(time.time() - self.start, 2), mean))
-        if mean >= TARGET:
+        if mean >= self.target:
             self.reached = {"wall_time_s": round(time.time() - self.start, 2),
                             "actor_steps": self.num_timesteps, "eval_return_mean": mean}
             return False

@@ -40,7 +40,8 @@ TASKS = {
     "ppo": ("gym:CartPole-v1", 475.0, 60_000, []),
     "a2c": ("gym:CartPole-v1", 475.0, 60_000, []),
     "d4pg": ("gym:Pendulum-v1", -250.0, 60_000, []),
-    "sac": ("gym:Pendulum-v1", -250.0, 30_000, []),
+    # SAC beside stable-baselines3's (sb3_sac): both evaluated every 2,000 steps.
+    "sac": ("gym:Pendulum-v1", -250.0, 20_000, ["--eval_every=2000"]),
     # The performance issue's user command: DQN's preset with two actors (2 x 16 envs).
     "dqn_2actors": ("gym:CartPole-v1", 475.0, 60_000, ["--num_actors=2"]),
 }
@@ -72,7 +73,8 @@ def one_run(agent: str, seed: int, workdir: str) -> dict:
 
 
 SB3_VENV = os.path.join(ROOT, ".venv-sb3")
-SB3_PACKAGES = ["stable-baselines3==2.4.1", "gymnasium>=0.29,<1.1"]
+# torch pinned to its CPU build (unpinned, pip takes a CUDA build of several GB).
+SB3_PACKAGES = ["stable-baselines3==2.4.1", "gymnasium>=0.29,<1.1", "torch==2.13.0"]
 
 
 def ensure_sb3_venv() -> None:
@@ -84,11 +86,14 @@ def ensure_sb3_venv() -> None:
         subprocess.run([python, "-m", "pip", "install", "-q", *SB3_PACKAGES], check=True)
 
 
-SB3_AGENTS = {"sb3_dqn": "dqn", "sb3_ppo": "impala"}  # -> the task whose settings they share.
+# -> the task whose environment, target and budget they share.
+SB3_AGENTS = {"sb3_dqn": "dqn", "sb3_ppo": "impala", "sb3_sac": "sac"}
 
 
 def one_sb3_run(agent: str, seed: int) -> dict:
-    """stable-baselines3's tuned DQN or PPO on CartPole (bench/sb3_dqn.py, sb3_ppo.py), one seed."""
+    """stable-baselines3's tuned DQN or PPO on CartPole, or SAC on Pendulum (bench/sb3_dqn.py,
+    sb3_ppo.py, sb3_sac.py), one seed."""
+    env, target, _, _ = TASKS[SB3_AGENTS[agent]]
     cmd = [os.path.join(SB3_VENV, "bin", "python"), os.path.join(ROOT, "bench", f"{agent}.py"),
            f"--seed={seed}"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
@@ -96,7 +101,7 @@ def one_sb3_run(agent: str, seed: int) -> dict:
     reached = result["first_reached"]
     rounds = result["rounds"]
     return {
-        "agent": agent, "env": "gym:CartPole-v1", "target": 475.0, "seed": seed,
+        "agent": agent, "env": env, "target": target, "seed": seed,
         "exit_code": done.returncode, "solved": reached is not None,
         "wall_time_s": reached and reached["wall_time_s"],
         "actor_steps": reached and reached["actor_steps"],
@@ -110,9 +115,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default="dqn,impala,d4pg",
                         help="any of dqn, rainbow, impala, appo, ppo, a2c, d4pg, dqn_2actors (DQN with "
-                             "--num_actors=2), and sb3_dqn or sb3_ppo "
-                             "(stable-baselines3's DQN or PPO on CartPole, in .venv-sb3, made on "
-                             "first use)")
+                             "--num_actors=2), sac, and sb3_dqn, sb3_ppo or sb3_sac "
+                             "(stable-baselines3's DQN or PPO on CartPole, SAC on Pendulum, in "
+                             ".venv-sb3, made on first use)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results",
                                                       "time_to_solve.json"))

@@ -140,6 +140,12 @@ def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: d
         group.add_argument(f"--{field.name}", **options)
 
 
+def agent_label(agent: str, builder_class: type) -> str:
+    """What `--help` calls the agent: its name, or an external agent's builder class (not its
+    `module:Class` path)."""
+    return builder_class.__name__ if ":" in agent else agent
+
+
 def _add_agent_flags(parser: argparse.ArgumentParser, agent: str, env: str,
                      builder_class: type) -> None:
     """The agent's config flags, with the environment's preset as their defaults."""
@@ -209,11 +215,12 @@ def parse(argv: Sequence[str]) -> RunSpec | None:
     if unknown:
         raise UsageError(f"--agent={known.agent}: its program preset for {known.env} names "
                          f"{', '.join(unknown)}, which are no program flags")
+    label = agent_label(known.agent, builder_class)
     title = "program flags (nodes, budget, evaluation, checkpoints"
-    title += f"; {known.agent}'s {known.env} preset applied)" if program_preset else ")"
+    title += f"; {label}'s {known.env} preset applied)" if program_preset else ")"
     _add_dataclass_flags(parser, ProgramConfig, program_preset, title)
     _add_dataclass_flags(parser, RayConfig, {}, "ray flags (with --launch=ray)")
-    _add_agent_flags(parser, known.agent, known.env, builder_class)
+    _add_agent_flags(parser, label, known.env, builder_class)
     if known.help:
         parser.print_help()
         return None
