@@ -93,10 +93,10 @@ class D4PGLearner(SGDLearner):
             "q_mean": tf.reduce_mean(self._critic.mean(logits)),
         }
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self._policy.variables, "critic": self._critic.variables,
                 "target_policy": self._target_policy.variables,
                 "target_critic": self._target_critic.variables}
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self._policy.variables, "critic": self._critic.variables}

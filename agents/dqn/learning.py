@@ -127,8 +127,8 @@ class DQNLearner(SGDLearner):
             "td_abs_mean": tf.reduce_mean(tf.abs(td)),
         }
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"q": self.network.variables, "q_target": self.target_network.variables}
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
-        return self._network_groups()
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return self.network_groups()

@@ -201,8 +201,8 @@ class IMPALALearner(SGDLearner):
             values["unrolls_per_s"] = unrolls / elapsed_s
         return values
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self._network.variables}
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
-        return dict(self._network_groups(), policy_version=[self._num_steps])
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return dict(self.network_groups(), policy_version=[self._num_steps])

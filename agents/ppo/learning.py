@@ -232,11 +232,11 @@ class PPOLearner(SGDLearner):
                 "rollouts_learned": self.batches_learned * self._rollouts_per_round,
                 "rollouts_waiting": len(getattr(self._iterator, "pending", ()))}
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self._network.variables}
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
-        return dict(self._network_groups(), policy_version=[self._version])
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return dict(self.network_groups(), policy_version=[self._version])
 
     def _variable_groups(self) -> Mapping[str, Any]:
         return dict(super()._variable_groups(), policy_version=self._version)

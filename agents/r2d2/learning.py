@@ -173,8 +173,8 @@ class R2D2Learner(SGDLearner):
             / tf.maximum(tf.reduce_sum(trainable), 1.0),
         }
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"q": self._network.variables, "q_target": self._target_network.variables}
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
-        return self._network_groups()
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        return self.network_groups()

@@ -91,10 +91,10 @@ class SACLearner(SGDLearner):
             "q_mean": tf.reduce_mean(q1),
         }
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self._policy.variables, "critic": self._critic.variables,
                 "target_critic": self._target_critic.variables,
                 "log_temperature": [self._log_alpha]}
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self._policy.variables, "critic": self._critic.variables}

@@ -88,8 +88,8 @@ class SGDLearner(VariablesSaveable, core.Learner):
     (scalars), optionally `priorities` ([B], one per sampled item, written
     back for `sample.info.key`), and any scalar metrics to log. Tensors that
     are not scalars are not logged. Subclasses also implement
-    `_network_groups()` (variables to checkpoint, by name) and
-    `_served_variables()` (what `get_variables` serves to actors, by name).
+    `network_groups()` (variables to checkpoint, by name) and
+    `served_variables()` (what `get_variables` serves to actors, by name).
     """
 
     # Metrics checked for finiteness, in the order an error names them;
@@ -171,10 +171,14 @@ class SGDLearner(VariablesSaveable, core.Learner):
         """In the compiled step, after the batch's SGD steps (`finite`: all applied)."""
         del finite
 
-    def _network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+    def network_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        """The networks' variables a checkpoint holds, by name (online and target networks,
+        and any other learned state, such as SAC's temperature)."""
         raise NotImplementedError
 
-    def _served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+    def served_variables(self) -> dict[str, Sequence[tf.Variable]]:
+        """What `get_variables` serves to actors and evaluators, by the names their variable
+        clients ask for (usually the online networks)."""
         raise NotImplementedError
 
     def _extra_log_values(self, elapsed_s: float) -> dict[str, float]:
@@ -358,12 +362,12 @@ class SGDLearner(VariablesSaveable, core.Learner):
         return int(self._num_steps.numpy())
 
     def get_variables(self, names: Sequence[str]) -> list[list[np.ndarray]]:
-        served = self._served_variables()
+        served = self.served_variables()
         return [[v.numpy() for v in served[name]] for name in names]
 
     def _variable_groups(self) -> Mapping[str, Any]:
         groups: dict[str, Any] = {"num_steps": self._num_steps}
-        groups.update(self._network_groups())
+        groups.update(self.network_groups())
         for group in self._groups:
             groups[group.name] = group.optimizer.variables
             groups[f"{group.name}_learning_rate"] = group.schedule.rate

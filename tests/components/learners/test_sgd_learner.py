@@ -63,10 +63,10 @@ class Regression(SGDLearner):
             outputs["critic_loss"] = 1000.0 * tf.reduce_mean(tf.square(self.v(x) - y))
         return outputs
 
-    def _network_groups(self):
+    def network_groups(self):
         return {"w": self.w.variables, "w_target": self.w_target.variables}
 
-    def _served_variables(self):
+    def served_variables(self):
         return {"w": self.w.variables}
 
 
@@ -209,10 +209,10 @@ class RowCounter(SGDLearner):
         return {"loss": -tf.reduce_mean(tf.reduce_sum(one_hot * self.w, axis=1)),
                 "x_mean": tf.reduce_mean(data["x"])}
 
-    def _network_groups(self):
+    def network_groups(self):
         return {"w": [self.w]}
 
-    def _served_variables(self):
+    def served_variables(self):
         return {"w": [self.w]}
 
 
