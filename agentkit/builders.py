@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from agentkit import core
 from agentkit.acting import ActingLayout
 from agentkit.adders import BatchedAdder
+from agentkit.policies import FeedForwardPolicy, RecurrentPolicy
 from agentkit.presets import family_preset, family_program_preset
 from agentkit.specs import EnvironmentSpec
 
@@ -116,9 +117,11 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
     @abc.abstractmethod
     def make_policy(self, *, networks: Networks, spec: EnvironmentSpec,
                     evaluation: bool = False, seed: int = 0, actor_id: int = 0,
-                    num_actors: int = 1) -> Any:
+                    num_actors: int = 1) -> FeedForwardPolicy | RecurrentPolicy:
         """The behaviour policy of actor `actor_id` of `num_actors` (its own exploration), or
-        with `evaluation` the evaluator's."""
+        with `evaluation` the evaluator's. Its calling convention is one of
+        `agentkit.policies`' (the actor `make_actor` makes must know it); a policy that is
+        also a `ServablePolicy` can be exported (`launch_programs.evaluate --export`)."""
 
     @abc.abstractmethod
     def make_actor(self, *, policy: Any, networks: Networks,

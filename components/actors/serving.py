@@ -1,8 +1,8 @@
 """A policy exported as a TensorFlow SavedModel: served anywhere TensorFlow runs, without
 this toolkit.
 
-A servable policy (every policy in components.actors) has `spec` (its environment's),
-`core_size` (0 for a feed-forward policy, else its LSTM's size) and `serve`, the policy in
+A servable policy (`agentkit.policies.ServablePolicy`; every policy in components.actors)
+has `spec`, `core_size` (0 for a feed-forward policy, else its LSTM's size) and `serve`, the policy in
 TensorFlow ops only: `serve(observation)`, or `serve(observation, state)` with
 state = (hidden, cell), returns a dict of tensors with "actions" (and "state" when
 recurrent). `export_policy` saves it with one signature, `serving_default`:

@@ -171,3 +171,22 @@ def test_a_policy_without_serve_is_refused_in_one_line(tmp_path):
     with pytest.raises(ExportError, match="External has no serve"):
         export_policy(External(), str(tmp_path / "model"))
     assert not (tmp_path / "model").exists()
+
+
+def test_every_agents_evaluation_policy_is_a_servable_policy_of_agentkit():
+    """The calling convention and the export hook are agentkit's protocols (what an agent
+    outside the repository implements), met by every built-in agent's policy."""
+    from agentkit.policies import ServablePolicy
+    from launch_programs.registry import AGENTS
+
+    discrete = make_environment_spec(fakes.discrete_environment(num_actions=3))
+    continuous = make_environment_spec(fakes.continuous_environment(action_dim=2))
+    recurrent = []
+    for agent in AGENTS:
+        spec = continuous if agent in ("d4pg", "sac") else discrete
+        for config in ({}, {"lstm_size": 8}) if agent == "impala" else ({},):
+            policy = _policy(agent, spec, **config)
+            assert isinstance(policy, ServablePolicy), agent
+            if policy.core_size:  # The state's size is the network's LSTM's.
+                recurrent.append((agent, policy.core_size))
+    assert recurrent == [("impala", 8), ("r2d2", 128)]
