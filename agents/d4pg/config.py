@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require, require_common_fields, require_replay_fields
+from agentkit.config import require
+from components.replay import NStepReplayConfig
 
 
 @dataclasses.dataclass
-class D4PGConfig:
-    """Hyperparameters of D4PG. Defaults suit small control tasks (Pendulum)."""
+class D4PGConfig(NStepReplayConfig):
+    """Hyperparameters of D4PG. Defaults suit small control tasks (Pendulum). The replay
+    fields (discount, n_step, batch_size, the table) are NStepReplayConfig's."""
 
     # Returns and targets.
-    discount: float = 0.99  # gamma.
-    n_step: int = 5  # Length of the n-step return.
     v_min: float = -1500.0  # Lowest atom of the critic's support.
     v_max: float = 100.0  # Highest atom.
     num_atoms: int = 51  # Atoms of the categorical value distribution.
@@ -26,7 +26,6 @@ class D4PGConfig:
     layer_norm: bool = True  # LayerNormMLP torsos (Acme's), near-zero policy output layer.
 
     # Optimisation.
-    batch_size: int = 256  # Transitions per learner step.
     policy_learning_rate: float = 3e-4  # Adam step size of the policy.
     critic_learning_rate: float = 3e-4  # Adam step size of the critic.
     max_gradient_norm: float = 40.0  # Global-norm clipping, each network on its own.
@@ -34,26 +33,14 @@ class D4PGConfig:
     # compiled loop: the same steps as that many calls, without the Python between them.
     batches_per_call: int = 1
 
-    # Replay.
-    samples_per_insert: float = 32.0  # Items sampled per item inserted (0: no ratio).
-    min_replay_size: int = 1_000  # Items in the table before the learner may sample.
-    max_replay_size: int = 1_000_000  # Oldest items are removed beyond this.
-    prioritized: bool = False  # Prioritized sampling (by critic loss) instead of uniform.
-    priority_exponent: float = 0.6  # alpha.
-    importance_sampling_exponent: float = 0.4  # beta.
-    prefetch_size: int = 4  # Batches prefetched by the dataset.
-
     # Acting.
     sigma: float = 0.3  # Std of the Gaussian exploration noise, in half action ranges.
     variable_update_period: int = 100  # Actor steps between weight fetches.
-    max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
     def __post_init__(self):
-        require_common_fields(self)
+        super().__post_init__()
         self.policy_hidden_sizes = tuple(int(h) for h in self.policy_hidden_sizes)
         self.critic_hidden_sizes = tuple(int(h) for h in self.critic_hidden_sizes)
-        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
-        require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
         require(self.v_min < self.v_max, "v_max", f"> v_min ({self.v_min})", self.v_max)
         require(self.num_atoms >= 2, "num_atoms", ">= 2", self.num_atoms)
         require(self.target_update_period >= 1, "target_update_period", ">= 1",
@@ -64,12 +51,10 @@ class D4PGConfig:
             sizes = getattr(self, name)
             require(len(sizes) > 0 and min(sizes) >= 1, name,
                     "a non-empty list of positive integers", sizes)
-        require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
         require(self.policy_learning_rate > 0, "policy_learning_rate", "> 0",
                 self.policy_learning_rate)
         require(self.critic_learning_rate > 0, "critic_learning_rate", "> 0",
                 self.critic_learning_rate)
-        require_replay_fields(self)
         require(self.sigma >= 0, "sigma", ">= 0", self.sigma)
 
     @classmethod

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentkit.config import require, require_common_fields, require_replay_fields
+from agentkit.config import require
+from components.replay import NStepReplayConfig
 
 
 @dataclasses.dataclass
-class SACConfig:
+class SACConfig(NStepReplayConfig):
     """Hyperparameters of SAC (Haarnoja et al. 2018, with the temperature tuned). Defaults
-    are stable-baselines3's SAC defaults: one gradient step per environment step."""
+    are stable-baselines3's SAC defaults: one gradient step per environment step. The
+    replay fields (discount, batch_size, the table) are NStepReplayConfig's."""
 
     # Returns and targets.
-    discount: float = 0.99  # gamma.
     n_step: int = 1  # Length of the n-step return (1: SAC's one-step soft TD target).
     target_update_tau: float = 0.005  # Polyak rate of both target critics, every step.
     target_update_period: int = 1  # Learner steps between target updates.
@@ -23,7 +24,6 @@ class SACConfig:
     critic_hidden_sizes: tuple[int, ...] = (256, 256)  # Each critic's layers (on [o, a]).
 
     # Optimisation (Adam).
-    batch_size: int = 256  # Transitions per learner step.
     policy_learning_rate: float = 3e-4  # Adam step size of the policy.
     critic_learning_rate: float = 3e-4  # Adam step size of both critics.
     temperature_learning_rate: float = 3e-4  # Adam step size of log(alpha).
@@ -34,25 +34,17 @@ class SACConfig:
     # Batches (each sampled and learned from) per learner call, run in one compiled loop.
     batches_per_call: int = 1
 
-    # Replay.
+    # Replay: one gradient step of 256 per environment step.
     samples_per_insert: float = 256.0  # Items sampled per item inserted: one step a step.
     min_replay_size: int = 256  # Items in the table before the learner may sample.
-    max_replay_size: int = 1_000_000  # Oldest items are removed beyond this.
-    prioritized: bool = False  # Prioritized sampling (by TD error) instead of uniform.
-    priority_exponent: float = 0.6  # alpha of prioritized replay.
-    importance_sampling_exponent: float = 0.4  # beta.
-    prefetch_size: int = 4  # Batches prefetched by the dataset.
 
     # Acting.
     variable_update_period: int = 1  # Actor steps between weight fetches.
-    max_in_flight_items: int = 8  # Items an adder may have unconfirmed by the server.
 
     def __post_init__(self):
-        require_common_fields(self)
+        super().__post_init__()
         self.policy_hidden_sizes = tuple(int(h) for h in self.policy_hidden_sizes)
         self.critic_hidden_sizes = tuple(int(h) for h in self.critic_hidden_sizes)
-        require(0.0 <= self.discount <= 1.0, "discount", "in [0, 1]", self.discount)
-        require(self.n_step >= 1, "n_step", ">= 1", self.n_step)
         require(0.0 < self.target_update_tau <= 1.0, "target_update_tau", "in (0, 1]",
                 self.target_update_tau)
         require(self.target_update_period >= 1, "target_update_period", ">= 1",
@@ -61,11 +53,9 @@ class SACConfig:
             sizes = getattr(self, name)
             require(len(sizes) > 0 and min(sizes) >= 1, name,
                     "a non-empty list of positive integers", sizes)
-        require(self.batch_size >= 1, "batch_size", ">= 1", self.batch_size)
         for name in ("policy_learning_rate", "critic_learning_rate",
                      "temperature_learning_rate", "initial_temperature", "max_gradient_norm"):
             require(getattr(self, name) > 0, name, "> 0", getattr(self, name))
-        require_replay_fields(self)
 
     @classmethod
     def classic_control(cls, **overrides) -> SACConfig:

@@ -4,8 +4,8 @@ A prioritized (or uniform) FIFO table of `Transition` items under a
 sample-to-insert rate limiter, batches from it through tf.data, and the
 batched n-step adder that fills it. An agent's builder inherits these three
 methods and keeps only its networks, policy, actor and
-learner. The config must carry the replay fields (`require_replay_fields`)
-and `n_step`, `discount`, `max_in_flight_items`.
+learner. The config must carry the fields of `components.replay.NStepReplayConfig`
+(inheriting it is the simplest way).
 """
 
 from __future__ import annotations

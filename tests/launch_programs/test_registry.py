@@ -174,7 +174,7 @@ def test_default_logdir_names_an_external_agent_in_one_path_component(external):
     assert os.path.dirname(spec.logdir) == os.path.abspath("runs")
 
 
-BUILTINS = "a2c, appo, d4pg, dqn, impala, ppo, r2d2, rainbow"
+BUILTINS = "a2c, appo, d4pg, dqn, impala, ppo, r2d2, rainbow, sac"
 NOT_BUILDER = "not an ActorLearnerBuilder subclass or a zero-argument factory returning one"
 ABSTRACT = ("make_actor, make_adder, make_dataset_iterator, make_learner, make_networks, "
             "make_policy, make_replay_tables")
