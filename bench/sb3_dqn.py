@@ -64,6 +64,16 @@ class FirstReached(BaseCallback):
         return True
 
 
+def learn_and_report(model, callback: FirstReached, max_steps: int, seed: int) -> None:
+    """Trains `model` to `max_steps` (or the callback's target) and prints the one JSON line
+    bench/time_to_solve.py reads."""
+    callback.start = time.time()
+    model.learn(total_timesteps=max_steps, callback=callback)
+    print(json.dumps({"seed": seed, "solved": callback.reached is not None,
+                      "first_reached": callback.reached, "rounds": callback.rounds,
+                      "torch": torch.__version__}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -76,11 +86,7 @@ def main() -> None:
                 learning_starts=1000, gamma=0.99, target_update_interval=10, train_freq=256,
                 gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
                 policy_kwargs=dict(net_arch=[256, 256]), seed=args.seed, verbose=0)
-    callback.start = time.time()
-    model.learn(total_timesteps=args.max_steps, callback=callback)
-    print(json.dumps({"seed": args.seed, "solved": callback.reached is not None,
-                      "first_reached": callback.reached, "rounds": callback.rounds,
-                      "torch": torch.__version__}))
+    learn_and_report(model, callback, args.max_steps, args.seed)
 
 
 if __name__ == "__main__":

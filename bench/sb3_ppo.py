@@ -13,11 +13,9 @@ clip range 0.2 both falling linearly to 0 over 100k steps. Prints one JSON line.
 from __future__ import annotations
 
 import argparse
-import json
-import time
 
 import torch
-from sb3_dqn import FirstReached
+from sb3_dqn import FirstReached, learn_and_report
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
@@ -33,11 +31,7 @@ def main() -> None:
     model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gamma=0.98,
                 gae_lambda=0.8, ent_coef=0.0, learning_rate=lambda left: 1e-3 * left,
                 clip_range=lambda left: 0.2 * left, seed=args.seed, verbose=0)
-    callback.start = time.time()
-    model.learn(total_timesteps=args.max_steps, callback=callback)
-    print(json.dumps({"seed": args.seed, "solved": callback.reached is not None,
-                      "first_reached": callback.reached, "rounds": callback.rounds,
-                      "torch": torch.__version__}))
+    learn_and_report(model, callback, args.max_steps, args.seed)
 
 
 if __name__ == "__main__":

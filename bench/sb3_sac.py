@@ -16,12 +16,10 @@ the time is the wall-clock since the model was built when a round's mean first r
 from __future__ import annotations
 
 import argparse
-import json
-import time
 
 import gymnasium as gym
 import torch
-from sb3_dqn import FirstReached
+from sb3_dqn import FirstReached, learn_and_report
 from stable_baselines3 import SAC
 
 TARGET = -250.0
@@ -38,11 +36,7 @@ def main() -> None:
                             target=TARGET)
     model = SAC("MlpPolicy", gym.make("Pendulum-v1"), learning_rate=1e-3, seed=args.seed,
                 verbose=0)
-    callback.start = time.time()
-    model.learn(total_timesteps=args.max_steps, callback=callback)
-    print(json.dumps({"seed": args.seed, "solved": callback.reached is not None,
-                      "first_reached": callback.reached, "rounds": callback.rounds,
-                      "torch": torch.__version__}))
+    learn_and_report(model, callback, args.max_steps, args.seed)
 
 
 if __name__ == "__main__":

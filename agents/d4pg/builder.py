@@ -20,10 +20,9 @@ from agentkit.specs import EnvironmentSpec
 from agents.d4pg.config import D4PGConfig
 from agents.d4pg.learning import D4PGLearner
 from agents.d4pg.networks import make_networks
-from components.actors import BatchedFeedForwardActor, GaussianNoisePolicy
-from components.learners import make_learner_io, target_copies
+from components.actors import GaussianNoisePolicy, network_actor
+from components.learners import target_copies
 from components.replay import NStepTransitionReplay
-from components.variable_client import make_variable_client
 
 
 class D4PGBuilder(NStepTransitionReplay):
@@ -44,17 +43,15 @@ class D4PGBuilder(NStepTransitionReplay):
     def make_actor(self, *, policy: GaussianNoisePolicy, networks: Networks,
                    adder: BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
-        client = make_variable_client(variable_source, {"policy": networks["policy"].variables},
-                                      self.config.variable_update_period)
-        return BatchedFeedForwardActor(policy, adder, client)
+        return network_actor(policy, networks, adder, variable_source,
+                             self.config.variable_update_period)
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
                      counter: Counter | None = None, logger: Logger | None = None
                      ) -> D4PGLearner:
         c = self.config
-        io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
-                             logger, c.batches_per_call)
+        io = self.learner_io(iterator, replay_address, counter, logger)
         targets = target_copies(networks, self.make_networks(spec=spec))
         return D4PGLearner(
             policy=networks["policy"],

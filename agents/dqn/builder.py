@@ -21,7 +21,7 @@ from agents.dqn.config import DQNConfig
 from agents.dqn.learning import DQNLearner
 from agents.dqn.networks import make_q_network
 from components.actors import BatchedFeedForwardActor, EpsilonGreedyPolicy, TDPriority, apex_epsilon
-from components.learners import make_learner_io, target_copies
+from components.learners import target_copies
 from components.replay import NStepTransitionReplay
 from components.variable_client import make_variable_client
 
@@ -85,8 +85,7 @@ class DQNBuilder(NStepTransitionReplay):
                      counter: Counter | None = None, logger: Logger | None = None
                      ) -> DQNLearner:
         c = self.config
-        io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
-                             logger, c.batches_per_call)
+        io = self.learner_io(iterator, replay_address, counter, logger)
         return self.learner_class(
             network=networks["q"],
             target_network=target_copies(networks, self.make_networks(spec=spec))["q"],

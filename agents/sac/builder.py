@@ -23,10 +23,9 @@ from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
 from agents.sac.config import SACConfig
 from agents.sac.learning import SACLearner
 from agents.sac.networks import make_networks
-from components.actors import BatchedFeedForwardActor, SquashedGaussianPolicy
-from components.learners import make_learner_io, target_copies
+from components.actors import SquashedGaussianPolicy, network_actor
+from components.learners import target_copies
 from components.replay import NStepTransitionReplay
-from components.variable_client import make_variable_client
 
 
 class SACBuilder(NStepTransitionReplay):
@@ -49,17 +48,15 @@ class SACBuilder(NStepTransitionReplay):
     def make_actor(self, *, policy: SquashedGaussianPolicy, networks: Networks,
                    adder: BatchedAdder | None,
                    variable_source: core.VariableSource | None) -> core.Actor:
-        client = make_variable_client(variable_source, {"policy": networks["policy"].variables},
-                                      self.config.variable_update_period)
-        return BatchedFeedForwardActor(policy, adder, client)
+        return network_actor(policy, networks, adder, variable_source,
+                             self.config.variable_update_period)
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
                      counter: Counter | None = None, logger: Logger | None = None
                      ) -> SACLearner:
         c = self.config
-        io = make_learner_io(iterator, replay_address, self.table_name, c.prioritized, counter,
-                             logger, c.batches_per_call)
+        io = self.learner_io(iterator, replay_address, counter, logger)
         dimensions = int(np.prod(bounded_continuous_actions(spec).shape))
         target_entropy = c.target_entropy_per_dimension * dimensions  # SAC's: -dim(A).
         return SACLearner(

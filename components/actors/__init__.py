@@ -12,7 +12,7 @@ from components.actors.epsilon_greedy import (
     epsilon_greedy_actions,
 )
 from components.actors.exploration import apex_epsilon
-from components.actors.feed_forward import BatchedFeedForwardActor
+from components.actors.feed_forward import BatchedFeedForwardActor, network_actor
 from components.actors.gaussian_noise import GaussianNoisePolicy
 from components.actors.recurrent import BatchedRecurrentActor
 from components.actors.sampling import RecurrentSamplingPolicy, SamplingPolicy
@@ -22,4 +22,4 @@ from components.actors.td_priority import TDPriority
 __all__ = ["BatchedFeedForwardActor", "BatchedRecurrentActor", "EpsilonGreedyPolicy",
            "GaussianNoisePolicy", "RecurrentEpsilonGreedyPolicy",
            "RecurrentSamplingPolicy", "SamplingPolicy", "SquashedGaussianPolicy",
-           "TDPriority", "apex_epsilon", "epsilon_greedy_actions"]
+           "TDPriority", "apex_epsilon", "epsilon_greedy_actions", "network_actor"]

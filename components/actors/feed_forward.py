@@ -20,7 +20,7 @@ import tree
 from agentkit import core
 from components.adders.base import BatchedAdder
 from components.adders.nstep import PriorityFn
-from components.variable_client import VariableClient
+from components.variable_client import VariableClient, make_variable_client
 
 Policy = Callable[[Any], Any]
 
@@ -130,3 +130,14 @@ class BatchedFeedForwardActor(BatchedActorBase):
         else:
             priorities = self._priority_fn(pending)
         adder.write_pending(priorities)
+
+
+def network_actor(policy: Policy, networks: dict[str, Any], adder: BatchedAdder | None,
+                  variable_source: core.VariableSource | None, update_period: int,
+                  name: str = "policy") -> BatchedFeedForwardActor:
+    """The batched actor of a policy over one network, `networks[name]`, whose weights it
+    fetches from `variable_source` (served as `name`) every `update_period` steps (D4PG's and
+    SAC's actors)."""
+    client = make_variable_client(variable_source, {name: networks[name].variables},
+                                  update_period)
+    return BatchedFeedForwardActor(policy, adder, client)

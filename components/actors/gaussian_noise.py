@@ -7,10 +7,10 @@ import sonnet as snt
 import tensorflow as tf
 
 from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
-from components.compiled import CompiledFunction, batched_signature
+from components.actors.compiled_policy import CompiledFeedForwardPolicy
 
 
-class GaussianNoisePolicy(tf.Module):
+class GaussianNoisePolicy(CompiledFeedForwardPolicy):
     """a = clip(pi(o) + sigma * (maximum - minimum) / 2 * N(0, 1), minimum, maximum).
 
     sigma is in units of half the action range (as if actions were scaled to
@@ -19,9 +19,8 @@ class GaussianNoisePolicy(tf.Module):
     """
 
     def __init__(self, network: snt.Module, spec: EnvironmentSpec, sigma: float, seed: int = 0):
-        super().__init__(name="gaussian_noise_policy")
+        super().__init__(spec, name="gaussian_noise_policy")
         self._network = network
-        self.spec = spec
         actions = bounded_continuous_actions(spec)
         self._minimum = tf.constant(np.broadcast_to(actions.minimum, actions.shape), actions.dtype)
         self._maximum = tf.constant(np.broadcast_to(actions.maximum, actions.shape), actions.dtype)
@@ -29,25 +28,9 @@ class GaussianNoisePolicy(tf.Module):
         self.sigma = float(sigma)
         self._noise_scale = self.sigma * (self._maximum - self._minimum) / 2.0
         self._rng = tf.random.Generator.from_seed(seed)
-        # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = CompiledFunction(self._select,
-                                        input_signature=[batched_signature(spec.observations)])
 
     def _select(self, observation):
         action = tf.cast(self._network(observation), self._dtype)
         if self.sigma > 0:
             action += self._noise_scale * tf.cast(self._rng.normal(tf.shape(action)), self._dtype)
         return tf.clip_by_value(action, self._minimum, self._maximum)
-
-    def __call__(self, observation):
-        return self._policy(observation)
-
-    core_size = 0  # Feed-forward: no state between steps.
-
-    def serve(self, observation) -> dict[str, tf.Tensor]:
-        """The policy in TensorFlow ops only (`components.actors.serving` exports it)."""
-        return {"actions": self._select(observation)}
-
-    @property
-    def num_traces(self) -> int:
-        return self._policy.experimental_get_tracing_count()

@@ -7,24 +7,20 @@ import sonnet as snt
 import tensorflow as tf
 
 from agentkit.specs import EnvironmentSpec, bounded_continuous_actions
-from components.compiled import CompiledFunction, batched_signature
+from components.actors.compiled_policy import CompiledFeedForwardPolicy
 
 
-class SquashedGaussianPolicy(tf.Module):
+class SquashedGaussianPolicy(CompiledFeedForwardPolicy):
     """observation batch -> actions inside the spec's bounds: tanh of a Gaussian sample of the
     network's (`components.networks.TanhGaussianPolicy`), or of its mean when `deterministic`."""
 
     def __init__(self, network: snt.Module, spec: EnvironmentSpec, deterministic: bool = False,
                  seed: int = 0):
-        super().__init__(name="squashed_gaussian_policy")
+        super().__init__(spec, name="squashed_gaussian_policy")
         self._network = network
-        self.spec = spec
         self._dtype = bounded_continuous_actions(spec).dtype
         self.deterministic = bool(deterministic)
         self._rng = tf.random.Generator.from_seed(seed)
-        # A fixed signature: traced once, never retraced as the batch size varies.
-        self._policy = CompiledFunction(self._select,
-                                        input_signature=[batched_signature(spec.observations)])
 
     def _select(self, observation):
         if self.deterministic:
@@ -32,16 +28,3 @@ class SquashedGaussianPolicy(tf.Module):
         else:
             squashed, _ = self._network.sample(observation, self._rng)
         return tf.cast(self._network.to_action(squashed), self._dtype)
-
-    def __call__(self, observation):
-        return self._policy(observation)
-
-    core_size = 0  # Feed-forward: no state between steps.
-
-    def serve(self, observation) -> dict[str, tf.Tensor]:
-        """The policy in TensorFlow ops only (`components.actors.serving` exports it)."""
-        return {"actions": self._select(observation)}
-
-    @property
-    def num_traces(self) -> int:
-        return self._policy.experimental_get_tracing_count()

@@ -24,6 +24,7 @@ from components.adders import (
     frames_once_signature,
 )
 from components.datasets import make_batch_iterator, unpack_frames_once
+from components.learners import LearnerIO, make_learner_io
 from components.replay.tables import make_rate_limiter, make_replay_table, transition_signature
 
 
@@ -56,6 +57,14 @@ class NStepTransitionReplay(ActorLearnerBuilder):
     @property
     def _frames_once(self) -> bool:
         return bool(getattr(self.config, "store_frames_once", False))
+
+    def learner_io(self, iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
+                   counter: Any = None, logger: Any = None) -> LearnerIO:
+        """What the learner reads and writes: `iterator`'s batches (`batches_per_call` a
+        call, where the config has it), the table's priorities when prioritized, the
+        counter and the logger."""
+        return make_learner_io(iterator, replay_address, self.table_name, self.config.prioritized,
+                               counter, logger, getattr(self.config, "batches_per_call", 1))
 
     def make_replay_tables(self, *, spec: EnvironmentSpec) -> list[reverb.Table]:
         c = self.config

@@ -10,10 +10,9 @@ from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
 from agents.appo import APPOBuilder, APPOConfig, APPOLearner
 from components.losses import clipped_surrogate_loss, vtrace
-from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
-from launch_programs.threads import launch_threads
 from tests import fakes
+from tests.agents.threads import learn_through_threads
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0, -0.1])
@@ -134,14 +133,7 @@ def test_normalised_observations_move_once_a_batch_whatever_its_epochs():
 def test_appo_learns_match_the_sign_through_threads(tmp_path):
     config = APPOConfig(unroll_length=5, batch_size=4, hidden_sizes=(32,), discount=0.9,
                         learning_rate=3e-3, max_queue_size=16, variable_update_period=5)
-    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=6000,
-                                   eval_every=1000, eval_episodes=10, print_every_s=0)
-    spec = make_environment_spec(fakes.match_the_sign())
-    tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(APPOBuilder(config, program_config.layout),
-                                               fakes.match_the_sign, spec,
-                                               program_config, str(tmp_path)))
-    assert result.status == "completed", result.error and result.error.formatted
+    result = learn_through_threads(APPOBuilder, config, fakes.match_the_sign, tmp_path)
     info = result.objects["replay"].info()[APPOBuilder.table_name]
     written = sum(result.objects[f"actor_{i}"].items_written() for i in range(2))
     assert info["num_inserts"] == written > 0

@@ -10,10 +10,9 @@ from agentkit.config import ConfigError
 from agentkit.specs import make_environment_spec
 from agentkit.types import Transition
 from agents.d4pg import D4PGBuilder, D4PGConfig
-from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
-from launch_programs.threads import launch_threads
 from tests import fakes
+from tests.agents.threads import learn_through_threads
 
 SMALL = dict(policy_hidden_sizes=(32,), critic_hidden_sizes=(32,), batch_size=16,
              min_replay_size=16)
@@ -134,13 +133,6 @@ def test_d4pg_learns_match_the_value_through_threads(tmp_path):
                         min_replay_size=200, samples_per_insert=16.0, n_step=1, discount=0.0,
                         v_min=-4.0, v_max=0.5, variable_update_period=20, sigma=0.3,
                         policy_learning_rate=1e-3, critic_learning_rate=1e-3)
-    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=6000,
-                                   eval_every=1000, eval_episodes=10, print_every_s=0)
-    spec = make_environment_spec(fakes.match_the_value())
-    tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(D4PGBuilder(config, program_config.layout),
-                                               fakes.match_the_value, spec,
-                                               program_config, str(tmp_path)))
-    assert result.status == "completed", result.error and result.error.formatted
+    learn_through_threads(D4PGBuilder, config, fakes.match_the_value, tmp_path)
     # Random actions score about -6.7 per 10-step episode; the learned policy close to 0.
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= -0.5

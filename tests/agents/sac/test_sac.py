@@ -15,10 +15,9 @@ from agentkit.specs import make_environment_spec
 from agentkit.types import Transition
 from agents.sac import SACBuilder, SACConfig
 from components.networks import TanhGaussianPolicy, squashed_log_prob
-from launch_programs.agent_program import ProgramConfig, make_agent_program
 from launch_programs.summary import evaluation_stats
-from launch_programs.threads import launch_threads
 from tests import fakes
+from tests.agents.threads import learn_through_threads
 
 SMALL = dict(policy_hidden_sizes=(32,), critic_hidden_sizes=(32,), batch_size=16,
              min_replay_size=16)
@@ -152,13 +151,6 @@ def test_sac_learns_match_the_value_through_threads(tmp_path):
                        min_replay_size=200, samples_per_insert=32.0, n_step=1, discount=0.0,
                        variable_update_period=20, policy_learning_rate=1e-3,
                        critic_learning_rate=1e-3, temperature_learning_rate=1e-3)
-    program_config = ProgramConfig(num_actors=2, num_envs_per_actor=2, max_actor_steps=6000,
-                                   eval_every=1000, eval_episodes=10, print_every_s=0)
-    spec = make_environment_spec(fakes.match_the_value())
-    tf.random.set_seed(0)
-    result = launch_threads(make_agent_program(SACBuilder(config, program_config.layout),
-                                               fakes.match_the_value, spec,
-                                               program_config, str(tmp_path)))
-    assert result.status == "completed", result.error and result.error.formatted
+    learn_through_threads(SACBuilder, config, fakes.match_the_value, tmp_path)
     # Random actions score about -6.7 per 10-step episode; the learned mode close to 0.
     assert evaluation_stats(str(tmp_path))["eval_return_mean_last10"] >= -0.5
