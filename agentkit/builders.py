@@ -134,7 +134,9 @@ class ActorLearnerBuilder(abc.ABC, Generic[ConfigT]):
     @abc.abstractmethod
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[Any], replay_address: str | None,
-                     counter: Counter | None = None, logger: Logger | None = None
-                     ) -> core.Learner:
+                     counter: Counter | None = None, logger: Logger | None = None,
+                     seed: int = 0) -> core.Learner:
         """The learner over `iterator`'s batches. `replay_address` reaches the tables for
-        priority updates (None: no write-back, as in tests)."""
+        priority updates (None: no write-back, as in tests). `seed` (the run's `--seed`)
+        seeds the learner's own draws (SAC's actions, PPO's minibatch order); the networks'
+        initial weights are fixed by the same seed where `networks` were made."""

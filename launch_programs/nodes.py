@@ -105,6 +105,7 @@ class LearnerNode:
             networks=networks, spec=spec, iterator=iterator, replay_address=address,
             counter=self._counter,
             logger=run.logger("learner", LEARNER_KEYS, step_key="learner_steps"),
+            seed=run.seed,
         )
         self._checkpointer = None
         self.first_step_time: float | None = None  # time.time() after its first step here.

@@ -48,8 +48,9 @@ class D4PGBuilder(NStepTransitionReplay):
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
-                     counter: Counter | None = None, logger: Logger | None = None
-                     ) -> D4PGLearner:
+                     counter: Counter | None = None, logger: Logger | None = None,
+                     seed: int = 0) -> D4PGLearner:
+        del seed  # The learner draws nothing of its own.
         c = self.config
         io = self.learner_io(iterator, replay_address, counter, logger)
         targets = target_copies(networks, self.make_networks(spec=spec))

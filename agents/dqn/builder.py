@@ -82,8 +82,9 @@ class DQNBuilder(NStepTransitionReplay):
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
-                     counter: Counter | None = None, logger: Logger | None = None
-                     ) -> DQNLearner:
+                     counter: Counter | None = None, logger: Logger | None = None,
+                     seed: int = 0) -> DQNLearner:
+        del seed  # The learner draws nothing of its own.
         c = self.config
         io = self.learner_io(iterator, replay_address, counter, logger)
         return self.learner_class(

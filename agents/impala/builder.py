@@ -154,7 +154,9 @@ class IMPALABuilder(ActorLearnerBuilder):
         replay_address: str | None,
         counter: Counter | None = None,
         logger: Logger | None = None,
+        seed: int = 0,
     ) -> IMPALALearner:
+        del seed  # The learner draws nothing of its own (APPO's epochs take whole batches).
         # The queue removes what it hands out: no priorities to write back.
         io = make_learner_io(iterator, replay_address, counter=counter, logger=logger)
         return self.learner_class(io=io, **self._learner_kwargs(networks, spec))

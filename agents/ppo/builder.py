@@ -108,7 +108,8 @@ class PPOBuilder(ActorLearnerBuilder):
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[dict], replay_address: str | None,
-                     counter: Counter | None = None, logger: Logger | None = None) -> PPOLearner:
+                     counter: Counter | None = None, logger: Logger | None = None,
+                     seed: int = 0) -> PPOLearner:
         c = self.config
         io = make_learner_io(iterator, replay_address, counter=counter, logger=logger)
         return PPOLearner(
@@ -120,7 +121,7 @@ class PPOBuilder(ActorLearnerBuilder):
             epsilon=c.adam_epsilon, clip_epsilon=c.clip_epsilon, value_clip=c.value_clip,
             baseline_cost=c.baseline_cost, entropy_cost=c.entropy_cost,
             normalize_advantages=c.normalize_advantages, num_epochs=c.num_epochs,
-            num_minibatches=c.num_minibatches, max_gradient_norm=c.max_gradient_norm)
+            num_minibatches=c.num_minibatches, max_gradient_norm=c.max_gradient_norm, seed=seed)
 
 
 class A2CBuilder(PPOBuilder):

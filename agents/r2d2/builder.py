@@ -110,7 +110,9 @@ class R2D2Builder(ActorLearnerBuilder):
         replay_address: str | None,
         counter: Counter | None = None,
         logger: Logger | None = None,
+        seed: int = 0,
     ) -> R2D2Learner:
+        del seed  # The learner draws nothing of its own.
         c = self.config
         io = make_learner_io(iterator, replay_address, self.table_name, True, counter, logger,
                              c.batches_per_call)

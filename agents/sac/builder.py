@@ -53,8 +53,8 @@ class SACBuilder(NStepTransitionReplay):
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,
                      iterator: Iterator[reverb.ReplaySample], replay_address: str | None,
-                     counter: Counter | None = None, logger: Logger | None = None
-                     ) -> SACLearner:
+                     counter: Counter | None = None, logger: Logger | None = None,
+                     seed: int = 0) -> SACLearner:
         c = self.config
         io = self.learner_io(iterator, replay_address, counter, logger)
         dimensions = int(np.prod(bounded_continuous_actions(spec).shape))
@@ -68,4 +68,4 @@ class SACBuilder(NStepTransitionReplay):
             initial_temperature=c.initial_temperature, target_entropy=target_entropy,
             target_update_tau=c.target_update_tau, target_update_period=c.target_update_period,
             importance_sampling_exponent=c.importance_sampling_exponent if c.prioritized else 0.0,
-            max_gradient_norm=c.max_gradient_norm)
+            max_gradient_norm=c.max_gradient_norm, seed=seed)

@@ -62,3 +62,25 @@ def test_a_resumed_actor_goes_on_with_its_epsilon_schedule():
     # 1,000 steps taken by 2 actors: this one's share is 500, half the decay.
     np.testing.assert_allclose(_actor_epsilon(1000), 0.55, rtol=1e-6)
     np.testing.assert_allclose(_actor_epsilon(10_000), 0.1, rtol=1e-6)
+
+
+def _learner_draws(seed: int) -> np.ndarray:
+    """SAC's learner's first draws (its generator's normals) in a learner node of `seed`."""
+    from agents.sac import SACBuilder, SACConfig
+
+    spec = make_environment_spec(fakes.continuous_environment(action_dim=2))
+    builder = SACBuilder(SACConfig(policy_hidden_sizes=(8,), critic_hidden_sizes=(8,),
+                                   batch_size=16, min_replay_size=16))
+    replay = make_replay(builder=builder, spec=spec)
+    try:
+        node = LearnerNode(builder=builder, spec=spec, replay=replay, counter=None,
+                           run=RunContext(seed=seed))
+        return node._learner._rng.normal([8]).numpy()
+    finally:
+        replay.stop()
+
+
+def test_the_runs_seed_seeds_the_learners_own_draws():
+    first, again, other = _learner_draws(3), _learner_draws(3), _learner_draws(4)
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other)
