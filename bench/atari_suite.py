@@ -19,7 +19,7 @@ writes (keeping the rows of games recorded earlier)
     bench/results/atari_suite/<agent>.png    every game's evaluation rounds, a panel each
 
 (`<agent>-sticky<P>` instead of `<agent>` for a protocol other than the reference's, and
-the --run_flags after it, as in `ppo-atari_life_loss`: other settings, other files).
+the --run_flags after it, as in `ppo-atari_life_lossfalse`: other settings, other files).
 
     python bench/atari_suite.py --agent=ppo --games=Breakout,BattleZone --steps=2500000
     python bench/atari_suite.py --agent=ppo --games=Breakout --steps=2500000 --report_only
