@@ -27,9 +27,9 @@ import tensorflow as tf
 
 from components.learners import (
     LearnerIO,
-    OptimizerGroup,
     SGDLearner,
     TargetUpdate,
+    actor_critic_groups,
     importance_weights,
 )
 from components.losses import categorical_projection
@@ -59,12 +59,8 @@ class D4PGLearner(SGDLearner):
         self._beta = float(importance_sampling_exponent)
         super().__init__(
             io=io,
-            groups=[
-                OptimizerGroup.adam(critic.trainable_variables, critic_learning_rate,
-                                    name="critic_optimizer", loss="critic_loss"),
-                OptimizerGroup.adam(policy.trainable_variables, policy_learning_rate,
-                                    name="policy_optimizer", loss="policy_loss"),
-            ],
+            groups=actor_critic_groups(policy, critic, policy_learning_rate,
+                                       critic_learning_rate),
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_policy, policy), (target_critic, critic)],
                                  target_update_period, target_update_tau),

@@ -30,6 +30,7 @@ from components.learners import (
     OptimizerGroup,
     SGDLearner,
     TargetUpdate,
+    actor_critic_groups,
     importance_weights,
 )
 
@@ -53,14 +54,10 @@ class SACLearner(SGDLearner):
         self._rng = tf.random.Generator.from_seed(seed)
         super().__init__(
             io=io,
-            groups=[
-                OptimizerGroup.adam(critic.trainable_variables, critic_learning_rate,
-                                    name="critic_optimizer", loss="critic_loss"),
-                OptimizerGroup.adam(policy.trainable_variables, policy_learning_rate,
-                                    name="policy_optimizer", loss="policy_loss"),
+            groups=actor_critic_groups(policy, critic, policy_learning_rate,
+                                       critic_learning_rate) + [
                 OptimizerGroup.adam([self._log_alpha], temperature_learning_rate,
-                                    name="temperature_optimizer", loss="temperature_loss"),
-            ],
+                                    name="temperature_optimizer", loss="temperature_loss")],
             max_gradient_norm=max_gradient_norm,
             targets=TargetUpdate([(target_critic, critic)], target_update_period,
                                  target_update_tau),

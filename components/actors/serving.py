@@ -29,6 +29,7 @@ from typing import Any
 import tensorflow as tf
 import tree
 
+from agentkit.policies import ServablePolicy
 from components.compiled import batched_signature, core_state_signature
 
 SIGNATURE = "serving_default"
@@ -48,13 +49,13 @@ def _observation_names(observation_specs: Any) -> list[str]:
 
 def serving_function(policy: Any) -> tf.types.experimental.GenericFunction:
     """`policy.serve` as a tf.function of named flat inputs and a dict of outputs."""
-    if not callable(getattr(policy, "serve", None)) or not hasattr(policy, "spec"):
-        raise ExportError(f"the policy {type(policy).__name__} has no serve() and spec: it "
-                          f"cannot be exported (components/actors/serving.py says what they are)")
+    if not isinstance(policy, ServablePolicy):
+        raise ExportError(f"the policy {type(policy).__name__} has no serve(), spec and "
+                          f"core_size: it cannot be exported (agentkit.policies.ServablePolicy)")
     observation = batched_signature(policy.spec.observations)
     names = _observation_names(observation)
     flat = [tf.TensorSpec(s.shape, s.dtype, name=n) for s, n in zip(tree.flatten(observation), names)]
-    core_size = int(getattr(policy, "core_size", 0))
+    core_size = int(policy.core_size)
     state = [tf.TensorSpec(s.shape, s.dtype, name=n)
              for s, n in zip(core_state_signature(core_size), STATE_NAMES)] if core_size else []
 

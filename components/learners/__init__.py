@@ -14,7 +14,7 @@ from components.learners.optimizers import FusedAdam
 from components.learners.priority_writer import PriorityWriter
 from components.learners.saveable import VariablesSaveable
 from components.learners.schedules import KLAdaptive, LinearDecay
-from components.learners.sgd_learner import OptimizerGroup, SGDLearner
+from components.learners.sgd_learner import OptimizerGroup, SGDLearner, actor_critic_groups
 from components.learners.step_logger import StepLogger
 from components.learners.step_loop import LoopResult, StepLoop
 from components.learners.targets import TargetUpdate, target_copies
@@ -22,5 +22,6 @@ from components.learners.targets import TargetUpdate, target_copies
 __all__ = ["FusedAdam", "KLAdaptive", "LearnerIO", "LinearDecay", "LoopResult",
            "NonFiniteLossError", "OptimizerGroup",
            "PriorityWriter", "SGDLearner", "StepLogger", "StepLoop", "TargetUpdate",
-           "VariablesSaveable", "all_finite", "check_finite", "importance_weights",
+           "VariablesSaveable", "actor_critic_groups", "all_finite", "check_finite",
+           "importance_weights",
            "make_learner_io", "target_copies"]

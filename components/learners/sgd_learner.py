@@ -75,6 +75,17 @@ class OptimizerGroup:
         return cls(name, loss, variables, FusedAdam(schedule.rate, epsilon=epsilon), schedule)
 
 
+def actor_critic_groups(policy: Any, critic: Any, policy_learning_rate: float,
+                        critic_learning_rate: float) -> list[OptimizerGroup]:
+    """An actor-critic's two groups (D4PG's, SAC's): Adam on "critic_loss" over the critic's
+    variables, and Adam on "policy_loss" over the policy's, each with its own clip; the
+    names their checkpoints hold ("critic_optimizer", "policy_optimizer")."""
+    return [OptimizerGroup.adam(critic.trainable_variables, critic_learning_rate,
+                                name="critic_optimizer", loss="critic_loss"),
+            OptimizerGroup.adam(policy.trainable_variables, policy_learning_rate,
+                                name="policy_optimizer", loss="policy_loss")]
+
+
 def _norm_name(loss_term: str) -> str:
     """'loss' -> 'grad_norm', 'critic_loss' -> 'critic_grad_norm'."""
     return loss_term[:-len("loss")] + "grad_norm" if loss_term.endswith("loss") \
