@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import types
@@ -99,3 +100,43 @@ def test_an_empty_budget_is_refused(tmp_path, flag, capsys):
     code = peers_pong.main(["--runs=ours", flag, f"--out={tmp_path / 'out.json'}",
                             f"--keep={tmp_path / 'runs'}"])
     assert code == 2 and "must be > 0" in capsys.readouterr().err
+
+
+def test_the_plan_names_each_run_in_order_without_installing(tmp_path, capsys):
+    code = peers_pong.main(["--runs=cleanrl,ours,rl_games", "--plan", "--seed=3",
+                            f"--out={tmp_path / 'out.json'}", f"--keep={tmp_path / 'runs'}"])
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0 and [run["name"] for run in plan] == ["cleanrl", "ours", "rl_games"]
+    assert "cleanrl==1.2.0" in plan[0]["command"] and "--seed=3" in plan[0]["command"]
+    assert "--agent=ppo --env=atari:Pong --sticky_actions=0" in plan[1]["command"]
+    assert plan[1]["packages"] == [] and "rl-games==1.6.5" in plan[2]["packages"]
+    assert all(run["protocol"]["sticky_actions"] == 0.0 for run in plan)
+    assert plan[2]["stops_at"] == {"target": 18.0, "window_games": 100,
+                                   "max_steps": 3_000_000, "max_minutes": 90.0}
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "runs").exists()
+
+
+def test_a_peer_stopped_by_its_budget_bounds_the_ratio_and_a_crash_gives_none():
+    def run(to_target, stopped_by, whole):
+        return {"wall_time_s_to_target": to_target, "stopped_by": stopped_by,
+                "run_wall_time_s": whole}
+    results = {"ours": run(600.0, "target", 601.0), "rl_games": run(1500.0, "target", 1500.0),
+               "cleanrl": run(None, "max_minutes", 3600.0), "other": run(None, "exited", 50.0)}
+    ratios, bounds = peers_pong.wall_clock_ratios(results)
+    assert ratios == {"rl_games": 0.4} and bounds == {"cleanrl": round(600 / 3600, 3)}
+    results["ours"] = run(None, "max_minutes", 3600.0)  # Ours short of it: no ratio at all.
+    assert peers_pong.wall_clock_ratios(results) == ({}, {})
+
+
+def test_a_peer_that_cannot_be_installed_is_one_line(tmp_path, capsys, monkeypatch):
+    """A venv is made, pip cannot find the package: one line naming the peer, exit 2."""
+    broken = peers_pong.Peer("rl_games", str(tmp_path / "venv"),
+                             ("no-such-package-of-the-bench==0.0.1",),
+                             "import no_such_package_of_the_bench", 100, {})
+    monkeypatch.setitem(peers_pong.PEERS, "rl_games", broken)
+    code = peers_pong.main(["--runs=rl_games", f"--out={tmp_path / 'out.json'}",
+                            f"--keep={tmp_path / 'runs'}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1
+    assert lines[0].startswith("error: rl_games: pip install failed")
+    assert not (tmp_path / "out.json").exists()
