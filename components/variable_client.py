@@ -4,13 +4,15 @@
 thread fetches the named variables from the source; a later `update()` copies
 the arrived values into the local variables. Acting never waits on the fetch.
 
-`RoundVariableClient` (synchronous on-policy agents, PPO): after every round
-of `round_length` calls, `update()` waits until the learner serves weights of
-another version, so that every step of a round acts with the same weights.
+`RoundVariableClient` (on-policy agents in rounds, PPO): after every round
+of `round_length` calls, `update()` takes the learner's newest weights, and
+waits for them when the round `max_lag` rounds back was not yet learned
+from, so that every step of a round acts with the same weights.
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Sequence
@@ -99,16 +101,24 @@ class RoundVariableClient(VariableClient):
     The learner serves `version_name` (its update count) beside the weights,
     and the actor's copy of it is `variables[version_name][0]`. At a round's
     end `update()` polls the version alone every `poll_s` until it differs
-    from the one the round acted with (differs, not exceeds: a learner that
-    restarted from an older checkpoint must release its actors too), then
-    fetches weights and version together. `interrupt()` ends the wait (a
-    stopping program). `wait_s` sums the time spent waiting.
+    from the one the round `max_lag` rounds back acted with (differs, not
+    exceeds: a learner that restarted from an older checkpoint must release
+    its actors too), then fetches weights and version together. `max_lag=0`:
+    every round acts with the weights learned from the one before (zero
+    policy lag). `max_lag=1`: the next round starts at once, acting with the
+    newest weights served, while the learner learns the round just ended
+    (acting overlapped with learning; a round's data is at most one round
+    older than the weights that learn from it). `interrupt()` ends the wait
+    (a stopping program). `wait_s` sums the time spent waiting.
     """
 
     def __init__(self, source: core.VariableSource, variables: dict[str, Sequence[tf.Variable]],
-                 round_length: int, version_name: str = "policy_version", poll_s: float = 0.001):
+                 round_length: int, version_name: str = "policy_version", poll_s: float = 0.001,
+                 max_lag: int = 0):
         if round_length < 1:
             raise ValueError(f"round_length must be >= 1, got {round_length}")
+        if max_lag < 0:
+            raise ValueError(f"max_lag must be >= 0, got {max_lag}")
         if version_name not in variables:
             raise ValueError(f"the variables have no '{version_name}' to wait on")
         super().__init__(source, variables)
@@ -117,6 +127,8 @@ class RoundVariableClient(VariableClient):
         self._version = variables[version_name][0]
         self._poll_s = poll_s
         self._steps = 0
+        # The versions the last max_lag + 1 rounds acted with, oldest first.
+        self._acted: collections.deque[int] = collections.deque(maxlen=max_lag + 1)
         self.wait_s = 0.0
 
     def update(self, wait: bool = False) -> None:
@@ -128,13 +140,16 @@ class RoundVariableClient(VariableClient):
             return
         self._steps = 0
         start = time.monotonic()
-        acted = int(self._version.numpy())
+        self._acted.append(int(self._version.numpy()))
+        must_differ = len(self._acted) == self._acted.maxlen
         while not self._interrupted.is_set():
             [[served]] = self._source.get_variables([self._version_name])
-            if int(served) != acted:
+            if must_differ and int(served) == self._acted[0]:  # Not yet learned from.
+                self._interrupted.wait(self._poll_s)
+                continue
+            if int(served) != self._acted[-1]:  # Newer than what it holds.
                 self.update_and_wait()
-                break
-            self._interrupted.wait(self._poll_s)
+            break
         self.wait_s += time.monotonic() - start
 
 

@@ -102,8 +102,9 @@ class PPOBuilder(ActorLearnerBuilder):
         variables = {"policy": networks["policy"].variables, "policy_version": [policy.version]}
         if adder is None or variable_source is None:  # The evaluator: fetches when it starts.
             client = make_variable_client(variable_source, variables)
-        else:  # Every step of a round acts with the weights of the round before.
-            client = RoundVariableClient(variable_source, variables, self.config.rollout_length)
+        else:  # Every step of a round acts with the same weights (see max_policy_lag).
+            client = RoundVariableClient(variable_source, variables, self.config.rollout_length,
+                                         max_lag=self.config.max_policy_lag)
         return BatchedFeedForwardActor(policy, adder, client, policy_has_extras=True)
 
     def make_learner(self, *, networks: Networks, spec: EnvironmentSpec,

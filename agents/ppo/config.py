@@ -64,6 +64,12 @@ class PPOConfig:
 
     # Acting.
     evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
+    # Rounds an actor may act ahead of the learner: 0, each round acts with the weights
+    # learned from the round before (acting and learning take turns); 1, the next round
+    # starts at once with the newest weights while the learner learns the last one (acting
+    # overlapped with learning, a policy lag of at most one round, which the ratio to the
+    # behaviour policy corrects as in the rest of PPO's epochs).
+    max_policy_lag: int = 0
 
     # The acting layout and other program flags by family, beside the config values of the
     # classmethods below (agentkit.presets). Classic control: one actor stepping all 8
@@ -93,6 +99,7 @@ class PPOConfig:
         require(self.baseline_cost >= 0, "baseline_cost", ">= 0", self.baseline_cost)
         require(self.entropy_cost >= 0, "entropy_cost", ">= 0", self.entropy_cost)
         require(self.num_epochs >= 1, "num_epochs", ">= 1", self.num_epochs)
+        require(self.max_policy_lag in (0, 1), "max_policy_lag", "0 or 1", self.max_policy_lag)
         require(self.num_minibatches >= 1, "num_minibatches", ">= 1", self.num_minibatches)
         require(self.kl_target >= 0, "kl_target", ">= 0 (0: no adaptive rate)", self.kl_target)
         require(self.kl_target == 0 or self.learning_rate_decay_steps == 0, "kl_target",

@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from agentkit import core
@@ -110,3 +111,42 @@ def test_interrupt_ends_a_round_clients_wait_without_new_weights():
     client.update()  # The learner never moves on: only the interrupt ends this.
     assert time.monotonic() - start < 2.0
     assert client.num_updates == 0 and int(version.numpy()) == 0
+
+
+def test_a_round_client_with_a_lag_of_one_acts_a_round_ahead_and_never_two():
+    """Round 0 acts with version 0; round 1 starts at once with it (the learner learns round
+    0 meanwhile); round 2 waits for a version other than round 0's, then acts with the newest;
+    round 3 goes at once when round 1's version was learned from, fetching only what is new."""
+    from components.variable_client import RoundVariableClient
+
+    source = VersionedSource()
+    weights, version = tf.Variable(np.zeros(3, np.float32)), tf.Variable(0, dtype=tf.int64)
+    client = RoundVariableClient(source, {"policy": [weights], "policy_version": [version]},
+                                 round_length=2, max_lag=1)
+    for _ in range(2):  # End of round 0: nothing newer, no wait, no fetch.
+        client.update()
+    assert client.num_updates == 0 and source.polls == 1 and client.wait_s < 0.1
+    client.update()
+    threading.Timer(0.3, lambda: setattr(source, "version", 1)).start()
+    start = time.monotonic()
+    client.update()  # End of round 1: round 0 (version 0) must be learned from first.
+    assert time.monotonic() - start >= 0.25 and int(version.numpy()) == 1
+    assert client.num_updates == 1
+    for _ in range(2):  # End of round 2: version 1 != round 1's 0, and nothing newer: go.
+        client.update()
+    assert client.num_updates == 1 and int(version.numpy()) == 1
+    source.version = 3  # The learner moved on twice: the newest is fetched, no wait.
+    start = time.monotonic()
+    for _ in range(2):
+        client.update()
+    assert time.monotonic() - start < 0.2
+    assert int(version.numpy()) == 3 and client.num_updates == 2
+    np.testing.assert_array_equal(weights.numpy(), np.full(3, 3.0))
+
+
+def test_a_round_clients_lag_cannot_be_negative():
+    from components.variable_client import RoundVariableClient
+
+    with pytest.raises(ValueError, match="max_lag must be >= 0, got -1"):
+        RoundVariableClient(VersionedSource(), {"policy_version": [tf.Variable(0)]}, 4,
+                            max_lag=-1)
