@@ -15,11 +15,15 @@ step costs against the CPU's measured arithmetic rate.
    its threads: TensorFlow's pools and ale-py's run outside the Python threads, and a
    Python thread waiting on them looks idle, so py-spy's own idle flag cannot tell CPU).
 
+3. rl_games' own split of its agent step (simulators, policy, learning), read from its
+   timing lines in bench/peers_pong.py's output, for the side by side.
+
 Writes bench/results/profile_pong.json and prints the table. `--pid=P` profiles a run that is
 already going (its process with the "learner" thread) and skips the FLOPs part.
 
     python bench/profile_pong.py                     # nothing else running
     python bench/profile_pong.py --pid=12345 --seconds=20
+    python bench/profile_pong.py --run_flags=--max_policy_lag=1 --out=/tmp/lag1.json
 """
 
 from __future__ import annotations
@@ -194,6 +198,40 @@ def flops_part(minibatch: int, epochs: int) -> dict:
     return result
 
 
+RL_GAMES_FPS = re.compile(r"fps step: ([\d.]+) fps step and policy inference: ([\d.]+) "
+                          r"fps total: ([\d.]+)")
+
+
+def rl_games_split(log_path: str, skip: int = 3) -> dict | None:
+    """Where an agent step of rl_games goes, from its own per-epoch timing lines: the
+    simulators alone (`fps step`), with the policy (`fps step and policy inference`), and
+    everything (`fps total`, its learning included), as the median over its epochs after the
+    first `skip`; microseconds an agent step."""
+    if not os.path.exists(log_path):
+        return None
+    rows = [tuple(map(float, m.groups())) for m in map(RL_GAMES_FPS.search, open(log_path))
+            if m][skip:]
+    if not rows:
+        return None
+
+    def median(values):
+        values = sorted(values)
+        return values[len(values) // 2]
+
+    env, with_policy, total = (median([r[i] for r in rows]) for i in range(3))
+    return {"epochs": len(rows), "agent_steps_per_s": total,
+            "us_per_agent_step": {"env stepping": round(1e6 / env, 1),
+                                  "inference": round(1e6 / with_policy - 1e6 / env, 1),
+                                  "learning and the rest": round(1e6 / total - 1e6 / with_policy,
+                                                                 1)}}
+
+
+def arithmetic_fraction(agent_steps_per_s: float, agent_step_mflop: float,
+                        matmul_gflop_per_s: float) -> float:
+    """The FLOPs an agent step needs at the run's rate, over the CPU's measured matmul rate."""
+    return round(agent_steps_per_s * agent_step_mflop / 1e3 / matmul_gflop_per_s, 3)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pid", type=int, default=0, help="profile this running run instead")
@@ -202,6 +240,12 @@ def main(argv=None) -> int:
                              "rounds are past)")
     parser.add_argument("--seconds", type=float, default=60.0, help="each recording's length")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--run_flags", default="",
+                        help="flags added to the run's command, space-separated (for example "
+                             "--max_policy_lag=1)")
+    parser.add_argument("--rl_games_log",
+                        default=os.path.join(ROOT, "runs", "peers_pong", "rl_games", "output.log"),
+                        help="rl_games' output from bench/peers_pong.py: its own timing split")
     parser.add_argument("--out", default=OUT)
     args = parser.parse_args(argv)
     if args.seconds < 1 or args.warmup_s < 0:
@@ -218,7 +262,7 @@ def main(argv=None) -> int:
             cmd = [sys.executable, "-m", "launch_programs.run", "--agent=ppo",
                    "--env=atari:Pong", "--sticky_actions=0", "--launch=threads",
                    f"--seed={args.seed}", "--max_actor_steps=100000000",
-                   f"--logdir={logdir}", "--print_every_s=0"]
+                   f"--logdir={logdir}", "--print_every_s=0", *args.run_flags.split()]
             report["command"] = " ".join(cmd[1:]).replace(logdir, "LOGDIR")
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                                     start_new_session=True)
@@ -237,10 +281,17 @@ def main(argv=None) -> int:
         if logdir:
             shutil.rmtree(logdir, ignore_errors=True)
     report["profile"] = table(wall)
+    if logdir:
+        preset = report["flops"]["preset_16_32"]
+        report["arithmetic_fraction"] = arithmetic_fraction(
+            report["agent_steps_per_s"], preset["agent_step_mflop"],
+            report["flops"]["matmul_gflop_per_s"])
+    report["rl_games"] = rl_games_split(args.rl_games_log)
     for row in report["profile"]:
         print(f"{row['thread']:>9}  {row['category']:<45} {row['wall_fraction']:>6.1%}")
     print(f"the process kept {report['cores_busy']} of {os.cpu_count()} cores busy"
-          + (f", {report['agent_steps_per_s']} agent steps/s" if logdir else ""))
+          + (f", {report['agent_steps_per_s']} agent steps/s, "
+             f"{report['arithmetic_fraction']:.1%} of the matmul rate" if logdir else ""))
     if not args.pid:
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as f:
