@@ -74,15 +74,28 @@ class Peer:
     check: str  # Python that imports what it needs: the venv is made again when it fails.
     own_window: int | None  # The games its own printed mean spans (None: evaluation rounds).
     protocol: dict
+    launch_flags: tuple[str, ...] = ()  # Ours: how it is launched (threads by default).
+
+    @property
+    def ours(self) -> bool:
+        return self.venv == ".venv"
 
 
 COMMON_PROTOCOL = {"sticky_actions": 0.0, "frame_skip": 4, "noop_max": 30,
                    "max_episode_agent_steps": 27_000, "action_set": "minimal (6 for Pong)"}
+OUR_PROTOCOL = COMMON_PROTOCOL | {
+    "episodic_life": "a lost life ends the bootstrap, not the game (the preset's "
+                     "--atari_life_loss); Pong has no lives, so it changes nothing here",
+    "fire_reset": False,
+    "returns_count": "full games, unclipped (actor.csv; Pong's rewards are +-1, so the "
+                     "clipped sum it learns from is the same)"}
 PEERS = {
-    "ours": Peer("ours", ".venv", (), "import agentkit", None, COMMON_PROTOCOL | {
-        "episodic_life": False, "fire_reset": False,
-        "returns_count": "full games, unclipped (actor.csv; Pong's rewards are +-1, so the "
-                         "clipped sum it learns from is the same)"}),
+    "ours": Peer("ours", ".venv", (), "import agentkit", None, OUR_PROTOCOL,
+                 ("--launch=threads",)),
+    # The scaling case: two actor processes of 32 games each under Ray (the same 64 games and
+    # rounds of 8,192 steps), the learner in a third.
+    "ours_ray": Peer("ours_ray", ".venv", (), "import agentkit", None, OUR_PROTOCOL,
+                     ("--launch=ray", "--num_actors=2", "--num_envs_per_actor=32")),
     "rl_games": Peer("rl_games", ".venv-rlgames",
                      (TORCH, "rl-games==1.6.5", "envpool==1.2.5", "numpy<2"),
                      "import rl_games, envpool, torch", WINDOW, COMMON_PROTOCOL | {
@@ -107,7 +120,7 @@ class BenchError(Exception):
 def ensure_venv(peer: Peer) -> str:
     """The peer's Python, its virtual environment made and installed on first use."""
     python = os.path.join(ROOT, peer.venv, "bin", "python")
-    if peer.name == "ours":
+    if peer.ours:
         if not os.path.exists(python):
             raise BenchError(f"{python} is missing: `make .venv/.installed` makes it")
         return python
@@ -205,12 +218,12 @@ class CsvTail:
 def command_of(peer: Peer, python: str, workdir: str, seed: int,
                max_steps: int) -> tuple[list[str], dict]:
     """The peer's command line, and what to record of where its code came from."""
-    if peer.name == "ours":
+    if peer.ours:
         # The budget only stops it: the preset's rate is KL-steered, not annealed over it.
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()
         return [python, "-m", "launch_programs.run", "--agent=ppo", "--env=atari:Pong",
-                "--sticky_actions=0", "--launch=threads", f"--seed={seed}",
+                "--sticky_actions=0", *peer.launch_flags, f"--seed={seed}",
                 f"--max_actor_steps={max_steps}", f"--logdir={os.path.join(workdir, 'run')}",
                 "--print_every_s=60"], {"commit": commit}
     if peer.name == "rl_games":
@@ -259,7 +272,7 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
         time.sleep(1.0)
         wall = time.monotonic() - start
         with lock:
-            if peer.name == "ours":
+            if peer.ours:
                 for row in actor_rows.rows():
                     last_steps[0] = max(last_steps[0], int(float(row["actor_steps"])))
                     if row.get("episode_return", "") != "":
@@ -281,7 +294,7 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
                 stopped_by = "max_minutes"
             else:
                 continue
-        stop(proc, graceful=peer.name == "ours")
+        stop(proc, graceful=peer.ours)
         break
     proc.wait()
     reader.join(timeout=30)
@@ -305,7 +318,7 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
     if own:
         result["own_report"] = {"what": f"mean of its last {peer.own_window} games",
                                 "first_at_target": own.reached}
-    if peer.name == "ours":
+    if peer.ours:
         result["own_report"] = {"what": "first evaluation round (10 games, sampled policy)",
                                 "first_at_target": first_round}
         summary = os.path.join(workdir, "run", "summary.json")
@@ -355,7 +368,7 @@ def wall_clock_ratios(results: dict) -> tuple[dict, dict]:
     ours = results.get("ours", {}).get("wall_time_s_to_target")
     ratios, bounds = {}, {}
     for name, r in results.items():
-        if name == "ours" or not ours:
+        if name.startswith("ours") or not ours:
             continue
         if r["wall_time_s_to_target"]:
             ratios[name] = round(ours / r["wall_time_s_to_target"], 3)

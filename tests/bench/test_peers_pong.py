@@ -107,6 +107,7 @@ def test_the_plan_names_each_run_in_order_without_installing(tmp_path, capsys):
                             f"--out={tmp_path / 'out.json'}", f"--keep={tmp_path / 'runs'}"])
     plan = json.loads(capsys.readouterr().out)
     assert code == 0 and [run["name"] for run in plan] == ["cleanrl", "ours", "rl_games"]
+    assert "--launch=threads" in plan[1]["command"]
     assert "cleanrl==1.2.0" in plan[0]["command"] and "--seed=3" in plan[0]["command"]
     assert "--agent=ppo --env=atari:Pong --sticky_actions=0" in plan[1]["command"]
     assert plan[1]["packages"] == [] and "rl-games==1.6.5" in plan[2]["packages"]
@@ -140,3 +141,13 @@ def test_a_peer_that_cannot_be_installed_is_one_line(tmp_path, capsys, monkeypat
     assert code == 2 and len(lines) == 1
     assert lines[0].startswith("error: rl_games: pip install failed")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_the_scaling_run_is_ours_under_ray_with_the_same_games_and_no_ratio_to_itself(
+        tmp_path, capsys):
+    peers_pong.main(["--runs=ours_ray", "--plan", f"--out={tmp_path / 'out.json'}"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert "--launch=ray --num_actors=2 --num_envs_per_actor=32" in plan["command"]
+    results = {name: {"wall_time_s_to_target": 600.0, "stopped_by": "target",
+                      "run_wall_time_s": 600.0} for name in ("ours", "ours_ray")}
+    assert peers_pong.wall_clock_ratios(results) == ({}, {})
