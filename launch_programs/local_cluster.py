@@ -50,6 +50,7 @@ class LocalCluster:
         self._cluster: Any = None
         self._own_temp_dir = own_temp_dir
         self._temp_dir: str | None = None  # Every node's session files; removed by shutdown().
+        self._owned: Any = None  # ray_session.OwnedProcesses: what the nodes started.
         self.nodes: dict[str, Any] = {}  # Name -> ray._private.node.Node, live ones only.
 
     @property
@@ -68,12 +69,14 @@ class LocalCluster:
         from ray.cluster_utils import Cluster
 
         from launch_programs.ray_session import (
+            OwnedProcesses,
             loopback_only,
             private_temp_dir,
             quiet_token_auth_notice,
             share_import_path,
         )
 
+        self._owned = OwnedProcesses()  # Before anything here changes the environment.
         loopback_only(ray)
         quiet_token_auth_notice()
         share_import_path()
@@ -85,7 +88,7 @@ class LocalCluster:
         # (Cluster(initialize_head=True) would raise before it was ours) is still stopped.
         self._cluster = Cluster(initialize_head=False)
         try:
-            with self._address_file():
+            with self._address_file(), self._owned.starting():
                 self.nodes["head"] = self._cluster.add_node(
                     **self._node_args("head", self._head_cpus))
             for i in range(1, self._workers + 1):
@@ -129,7 +132,8 @@ class LocalCluster:
         if name in self.nodes:
             raise ValueError(f"node {name} is already up")
         cpus = self._cpus if cpus is None else whole_cpus(cpus, "cpus")
-        node = self._cluster.add_node(**self._node_args(name, cpus))
+        with self._owned.starting():  # A node whose start fails half-way is still found.
+            node = self._cluster.add_node(**self._node_args(name, cpus))
         self.nodes[name] = node
         return node
 
@@ -151,15 +155,22 @@ class LocalCluster:
         self._cluster.remove_node(node, allow_graceful=False)
 
     def shutdown(self) -> None:
-        """Stops every node, then removes their session files."""
-        if self._cluster is not None:
-            with self._address_file():
-                self._cluster.shutdown()
+        """Stops every node, then whatever process the nodes left (a node that failed to
+        start and so was never Ray's to stop, a hard-killed raylet's agents), restores the
+        environment start() changed, then removes their session files."""
+        try:
+            if self._cluster is not None:
+                with self._address_file():
+                    self._cluster.shutdown()
+        finally:
             self._cluster = None
             self.nodes.clear()
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
-            self._temp_dir = None
+            if self._owned is not None:
+                self._owned.end()
+                self._owned = None
+            if self._temp_dir is not None:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                self._temp_dir = None
 
     def __enter__(self) -> LocalCluster:
         return self.start()

@@ -141,3 +141,69 @@ def process_tree_rss_mb(root: int | None = None) -> float | None:
     if not os.path.exists(f"/proc/{root}/statm"):
         return None
     return _rss_mb(root) + sum(_rss_mb(pid) for pid in descendants(root))
+
+
+# Ray's helper processes (its dashboard and runtime-env agents) are children of a raylet
+# that Ray does not track: when a raylet dies without its graceful stop (SIGKILL after
+# Ray's one-second grace, on a loaded machine), they live on under pid 1. What a session
+# starts carries a mark in its environment, which every process below it inherits, so
+# that the session can find all of them at its end, orphans included.
+OWNER_ENV = "AGENTKIT_PROCESS_OWNER"
+
+
+def marked(value: str, name: str = OWNER_ENV) -> dict[int, str]:
+    """Live processes (not this one) whose environment holds `name=value`: pid -> start
+    time. Only processes this user may read are seen."""
+    needle = f"{name}={value}".encode()
+    found: dict[int, str] = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        if pid == os.getpid():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            _, fields = _read_stat(pid)
+            if fields[0] != "Z":
+                found[pid] = fields[19]
+    return found
+
+
+@contextlib.contextmanager
+def marking(value: str, name: str = OWNER_ENV):
+    """Processes started inside the block (and all theirs) carry `name=value`; the variable
+    is as it was after it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def reap(processes: dict[int, str], grace_s: float = 5.0) -> list[str]:
+    """Ends `processes` (pid -> start time): SIGTERM, up to `grace_s` to exit, then SIGKILL;
+    the command lines of those that were still alive to be signalled."""
+    import signal
+    import time
+
+    living = {pid: start for pid, start in processes.items() if alive(pid, start)}
+    names = [command_line(pid) or str(pid) for pid in living]
+    for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        for pid in living:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+        deadline = time.monotonic() + wait_s
+        while living and time.monotonic() < deadline:
+            time.sleep(0.05)
+            living = {pid: start for pid, start in living.items() if alive(pid, start)}
+        if not living:
+            break
+    return names

@@ -74,6 +74,55 @@ def loopback_only(ray) -> None:
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
 
 
+class OwnedProcesses:
+    """The processes one start of Ray here makes, found again at its end, and this
+    process's environment as it was before.
+
+    Everything started inside `starting()` carries a mark in its environment, and so does
+    every process below it: the raylet's agents too, which Ray does not track and which a
+    raylet killed without its graceful stop (after Ray's one-second grace, on a loaded
+    machine) leaves under pid 1. `end()` stops what is left of them, then puts back the
+    environment variables (and Ray's cluster-mode switch) that starting Ray changed here, so
+    that a process that ran Ray once (a test runner, a notebook) does not carry its
+    connect timeouts or paths into the next.
+    """
+
+    def __init__(self):
+        import uuid
+
+        self.mark = uuid.uuid4().hex
+        self._environ = dict(os.environ)
+
+    def starting(self):
+        from launch_programs.processes import marking
+
+        return marking(self.mark)
+
+    def left(self) -> dict[int, str]:
+        """The marked processes alive now: pid -> start time."""
+        from launch_programs.processes import marked
+
+        return marked(self.mark)
+
+    def end(self, grace_s: float = 2.0) -> list[str]:
+        """Stops the marked processes still alive (SIGTERM, then SIGKILL after `grace_s`),
+        restores the environment; the command lines it had to stop."""
+        from launch_programs.processes import reap
+
+        stopped = reap(self.left(), grace_s)
+        for name in set(os.environ) - set(self._environ):
+            os.environ.pop(name, None)
+        for name, value in self._environ.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+        ray = sys.modules.get("ray")
+        constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+        if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+            constants.ENABLE_RAY_CLUSTER = constants.env_bool(
+                constants.ENABLE_RAY_CLUSTERS_ENV_VAR, not constants.IS_WINDOWS_OR_OSX)
+        return stopped
+
+
 class RayAddressError(ValueError):
     """No Ray cluster answers at --ray_address (one line naming it)."""
 
@@ -158,6 +207,7 @@ class RaySession:
         self.imported = False  # `import ray` done (a signal may have cut it short before).
         self._owns_ray = False
         self._temp_dir: str | None = None  # A local Ray's session files; removed by close().
+        self._owned: OwnedProcesses | None = None  # What start() changed and started here.
 
     def start(self) -> None:
         """Imports and starts (or joins) Ray with Ctrl-C and SIGTERM held until it is up.
@@ -178,6 +228,7 @@ class RaySession:
         if hold:
             for signum in previous:
                 signal.signal(signum, lambda signum, frame: held.append(signum))
+        self._owned = OwnedProcesses()
         os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
         try:
             import ray
@@ -188,7 +239,7 @@ class RaySession:
                 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Node processes inherit it.
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
                 self._owns_ray = True  # Set first: an init that fails still gets shut down.
-                with _without_ray_sigterm_handler(ray):
+                with _without_ray_sigterm_handler(ray), self._owned.starting():
                     self._init_ray(ray)
         finally:
             if hold:
@@ -241,11 +292,17 @@ class RaySession:
         return self.imported and sys.modules["ray"].is_initialized()
 
     def close(self) -> None:
-        """Shuts down a Ray instance started here (also one interrupted inside ray.init) and
-        removes its session files."""
-        if self._owns_ray:
-            sys.modules["ray"].shutdown()
-            self._owns_ray = False
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
-            self._temp_dir = None
+        """Shuts down a Ray instance started here (also one interrupted inside ray.init),
+        stops any process it left (see OwnedProcesses), puts back the environment variables
+        start() changed, and removes its session files."""
+        try:
+            if self._owns_ray:
+                sys.modules["ray"].shutdown()
+                self._owns_ray = False
+        finally:
+            if self._owned is not None:  # Ray's agents a hard-killed raylet left, and more.
+                self._owned.end()
+                self._owned = None
+            if self._temp_dir is not None:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                self._temp_dir = None

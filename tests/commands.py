@@ -11,11 +11,15 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEPT = ("PATH", "HOME", "LANG", "USER")
+# The suite's mark on every process a test starts (tests/conftest.py sets it in the runner):
+# what finds a process that outlived its test, orphans included. No code reads it.
+SUITE_MARK_ENV = "AGENTKIT_TEST_SUITE"
 
 
 def user_env(**extra: str) -> dict[str, str]:
-    """A shell's environment: PATH, HOME, LANG and USER only, plus `extra`."""
-    env = {name: os.environ[name] for name in KEPT if name in os.environ}
+    """A shell's environment: PATH, HOME, LANG and USER only, plus `extra` (and the suite's
+    mark, where the test runner has one)."""
+    env = {name: os.environ[name] for name in KEPT + (SUITE_MARK_ENV,) if name in os.environ}
     env.update(extra)
     return env
 
