@@ -91,6 +91,8 @@ class Checkpointer:
         state = read_checkpoint(self.path)
         try:
             self._saveable.restore(state)
+        except CheckpointError:
+            raise
         except (ValueError, KeyError, TypeError) as e:
             raise CheckpointError(
                 f"checkpoint {self.path} does not fit this run ({type(e).__name__}: {e}); "

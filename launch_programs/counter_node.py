@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from agentkit.checkpointing import Checkpointer, read_checkpoint
+from agentkit.checkpointing import Checkpointer, CheckpointError, read_checkpoint
 from agentkit.counting import Counter
 
 CHECKPOINT_NAME = "counter"
@@ -29,12 +29,35 @@ def checkpoint_path(logdir: str) -> str:
     return os.path.join(logdir, "checkpoints", f"{CHECKPOINT_NAME}.npz")
 
 
+MAX_COUNT = 2.0**53  # Counts are whole numbers: a float holds them exactly below this.
+
+
+def counts_of_state(state: Mapping, path: str) -> dict[str, float]:
+    """The counts (and the wall time) a counter checkpoint holds, each a real number >= 0,
+    finite and below MAX_COUNT in a single value; CheckpointError naming the file and the
+    entry otherwise (a hand-edited or foreign file: a count that went back or to nan would
+    skew every later figure)."""
+    counts = {}
+    for name, value in state.items():
+        value = np.asarray(value)
+        if value.shape != () or value.dtype.kind not in "biuf":
+            problem = f"a {value.dtype} array of shape {value.shape}, not one real number"
+        elif not 0 <= float(value) < MAX_COUNT:
+            problem = f"{float(value)!r}, not a count in [0, 2**53)"
+        else:
+            counts[name] = float(value)
+            continue
+        raise CheckpointError(f"checkpoint {path} does not fit this run ({name!r} is "
+                              f"{problem}); put the run's own file back, or rerun with --fresh")
+    return counts
+
+
 def read_saved_counts(logdir: str) -> tuple[dict[str, float], float] | None:
     """(counts, wall time of the run in seconds) from a logdir's counter checkpoint, if any."""
     path = checkpoint_path(logdir)
     if not os.path.exists(path):
         return None
-    state = {k: float(v) for k, v in read_checkpoint(path).items()}
+    state = counts_of_state(read_checkpoint(path), path)
     wall = state.pop(WALL_TIME_KEY, 0.0)
     return state, wall
 
@@ -86,4 +109,6 @@ class CounterNode:
         return state
 
     def restore(self, state: Mapping) -> None:
-        self._counter.restore({k: v for k, v in state.items() if k != WALL_TIME_KEY})
+        path = self._checkpointer.path if self._checkpointer else "the counter checkpoint"
+        counts = counts_of_state(state, path)
+        self._counter.restore({k: v for k, v in counts.items() if k != WALL_TIME_KEY})

@@ -194,6 +194,36 @@ def test_a_damaged_checkpoint_fails_before_launch_naming_it(tmp_path, capsys, na
     _one_line_error(code, err, f"checkpoint {logdir}/checkpoints/{name} is damaged", "--fresh")
 
 
+@pytest.mark.parametrize("value,problem", [
+    (np.array([500.0, 600.0]), "a float64 array of shape (2,), not one real number"),
+    (np.array("500"), "a <U3 array of shape (), not one real number"),
+    (np.array(500 + 0j), "a complex128 array of shape (), not one real number"),
+    (np.array(np.nan), "nan, not a count"),
+    (np.array(-5.0), "-5.0, not a count"),
+    (np.array(1e300), "1e+300, not a count"),
+])
+def test_a_hand_edited_counter_checkpoint_fails_before_launch_naming_the_entry(
+        tmp_path, capsys, value, problem):
+    """Each of these was a traceback, or a run whose counts went back or to nan, before."""
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    path = logdir / "checkpoints" / "counter.npz"
+    np.savez(path, actor_steps=value, learner_steps=np.array(40.0))
+    code, err = _main(capsys, *SMALL, f"--logdir={logdir}", "--max_actor_steps=5000")
+    _one_line_error(code, err, f"checkpoint {path} does not fit this run ('actor_steps' is "
+                    + problem, "--fresh")
+
+
+def test_a_counter_node_refuses_a_bad_count_it_is_restored_from(tmp_path):
+    from agentkit.checkpointing import CheckpointError
+
+    node = CounterNode(logdir=str(tmp_path))
+    with pytest.raises(CheckpointError, match=r"'actor_steps' is inf, not a count"):
+        node.restore({"actor_steps": np.array(np.inf)})
+    node.restore({"actor_steps": np.array(7, np.int64), "__wall_time_s": np.array(3.5)})
+    assert node.get_counts()["actor_steps"] == 7.0
+
+
 def test_unusable_logdirs_fail_in_one_line(tmp_path, capsys):
     a_file = tmp_path / "file"
     a_file.write_text("x")
