@@ -249,7 +249,7 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
                             start_new_session=True)
 
     def read_output() -> None:
-        with open(log_path, "w") as log:
+        with open(log_path, "w", buffering=1) as log:  # Line by line: watchable as it runs.
             for line in proc.stdout:
                 log.write(line)
                 game = game_of_line(peer.name, line)
