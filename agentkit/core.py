@@ -58,6 +58,10 @@ class Actor(abc.ABC):
         """Ends any wait inside `update` at once (thread-safe): an actor that waits for its
         learner every round (PPO) must not outlive a stopped program. Default: no waits."""
 
+    def close(self) -> None:
+        """Flushes what the actor still holds (its adder's last items reach replay); called
+        once, when its node ends, whatever the reason. Default: nothing to flush."""
+
 
 class VariableSource(abc.ABC):
     """Something that serves named lists of variables (as numpy arrays)."""

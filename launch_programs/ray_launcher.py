@@ -326,11 +326,3 @@ class RayLauncher:
         self._handles.clear()
         self._session.close()
 
-
-def launch_ray(program: Program, config: RayConfig | None = None) -> LaunchResult:
-    """Runs `program` as Ray processes until it ends, then releases them."""
-    launcher = RayLauncher(program, config)
-    try:
-        return launcher.launch()
-    finally:
-        launcher.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import sonnet as snt
 import tensorflow as tf
 import tree
@@ -32,7 +31,3 @@ def make_q_network(spec: EnvironmentSpec, config: DQNConfig) -> snt.Module:
 def make_networks(spec: EnvironmentSpec, config: DQNConfig) -> dict[str, snt.Module]:
     """The online network; the learner copies it into its target network."""
     return {"q": make_q_network(spec, config)}
-
-
-def num_parameters(network: snt.Module) -> int:
-    return int(sum(np.prod(v.shape) for v in network.trainable_variables))
