@@ -28,6 +28,7 @@ starts, action set, what its returns count), and ours over each peer's wall-cloc
 
     python bench/peers_pong.py                       # all three, nothing else running
     python bench/peers_pong.py --runs=ours,rl_games --max_minutes=40
+    python bench/peers_pong.py --runs=ours --our_flags=--max_policy_lag=1 --out=/tmp/lag1.json
 """
 
 from __future__ import annotations
@@ -215,8 +216,8 @@ class CsvTail:
                     yield dict(zip(self.header, values))
 
 
-def command_of(peer: Peer, python: str, workdir: str, seed: int,
-               max_steps: int) -> tuple[list[str], dict]:
+def command_of(peer: Peer, python: str, workdir: str, seed: int, max_steps: int,
+               our_flags: tuple[str, ...] = ()) -> tuple[list[str], dict]:
     """The peer's command line, and what to record of where its code came from."""
     if peer.ours:
         # The budget only stops it: the preset's rate is KL-steered, not annealed over it.
@@ -225,7 +226,7 @@ def command_of(peer: Peer, python: str, workdir: str, seed: int,
         return [python, "-m", "launch_programs.run", "--agent=ppo", "--env=atari:Pong",
                 "--sticky_actions=0", *peer.launch_flags, f"--seed={seed}",
                 f"--max_actor_steps={max_steps}", f"--logdir={os.path.join(workdir, 'run')}",
-                "--print_every_s=60"], {"commit": commit}
+                "--print_every_s=60", *our_flags], {"commit": commit}
     if peer.name == "rl_games":
         return [python, os.path.join(ROOT, "bench", "rl_games_pong.py"), f"--seed={seed}",
                 f"--train_dir={os.path.join(workdir, 'train')}"], {}
@@ -237,7 +238,8 @@ def command_of(peer: Peer, python: str, workdir: str, seed: int,
 def run_peer(peer: Peer, args, workdir: str) -> dict:
     """One run to the target (or a budget), watched as it goes; its figures."""
     python = ensure_venv(peer)
-    cmd, extra = command_of(peer, python, workdir, args.seed, args.max_steps)
+    cmd, extra = command_of(peer, python, workdir, args.seed, args.max_steps,
+                            tuple(args.our_flags.split()))
     window = GameWindow(WINDOW, args.target)
     own = GameWindow(peer.own_window, args.target) if peer.own_window else None
     log_path = os.path.join(workdir, "output.log")
@@ -352,7 +354,8 @@ def plan_of(names: list[str], args) -> list[dict]:
             cmd = ["python", f"{CLEANRL_SCRIPT} (from the {CLEANRL_WHEEL} wheel)",
                    f"--seed={args.seed}"]
         else:
-            cmd, _ = command_of(peer, "python", "WORKDIR", args.seed, args.max_steps)
+            cmd, _ = command_of(peer, "python", "WORKDIR", args.seed, args.max_steps,
+                                tuple(args.our_flags.split()))
         plan.append({"name": name, "venv": peer.venv, "packages": list(peer.packages),
                      "command": " ".join(cmd).replace(ROOT + "/", ""),
                      "protocol": peer.protocol,
@@ -410,6 +413,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=OUT)
     parser.add_argument("--keep", default=os.path.join(ROOT, "runs", "peers_pong"),
                         help="where each run's files and output stay")
+    parser.add_argument("--our_flags", default="",
+                        help="flags added to our runs' command, space-separated (a variant "
+                             "such as --max_policy_lag=1; with --out, not to replace the "
+                             "preset's figures)")
     parser.add_argument("--plan", action="store_true",
                         help="print what each run installs and runs, as JSON, and stop")
     args = parser.parse_args(argv)

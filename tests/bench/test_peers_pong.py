@@ -74,7 +74,8 @@ def test_a_run_stops_at_the_target_and_leaves_no_process(tmp_path, monkeypatch):
     monkeypatch.setattr(peers_pong, "ensure_venv", lambda peer: sys.executable)
     monkeypatch.setattr(peers_pong, "command_of",
                         lambda *a: ([sys.executable, str(script)], {}))
-    args = types.SimpleNamespace(seed=1, max_steps=10**6, max_minutes=5.0, target=18.0)
+    args = types.SimpleNamespace(seed=1, max_steps=10**6, max_minutes=5.0, target=18.0,
+                                 our_flags="")
     result = peers_pong.run_peer(peers_pong.PEERS["cleanrl"], args, str(tmp_path))
     assert result["reached"] and result["stopped_by"] == "target"
     assert result["agent_steps_to_target"] == 1460
@@ -145,9 +146,11 @@ def test_a_peer_that_cannot_be_installed_is_one_line(tmp_path, capsys, monkeypat
 
 def test_the_scaling_run_is_ours_under_ray_with_the_same_games_and_no_ratio_to_itself(
         tmp_path, capsys):
-    peers_pong.main(["--runs=ours_ray", "--plan", f"--out={tmp_path / 'out.json'}"])
+    peers_pong.main(["--runs=ours_ray", "--plan", "--our_flags=--max_policy_lag=1 --a=b",
+                     f"--out={tmp_path / 'out.json'}"])
     [plan] = json.loads(capsys.readouterr().out)
     assert "--launch=ray --num_actors=2 --num_envs_per_actor=32" in plan["command"]
+    assert plan["command"].endswith("--print_every_s=60 --max_policy_lag=1 --a=b")
     results = {name: {"wall_time_s_to_target": 600.0, "stopped_by": "target",
                       "run_wall_time_s": 600.0} for name in ("ours", "ours_ray")}
     assert peers_pong.wall_clock_ratios(results) == ({}, {})
