@@ -5,14 +5,13 @@ thread fetches the named variables from the source; a later `update()` copies
 the arrived values into the local variables. Acting never waits on the fetch.
 
 `RoundVariableClient` (on-policy agents in rounds, PPO): after every round
-of `round_length` calls, `update()` takes the learner's newest weights, and
-waits for them when the round `max_lag` rounds back was not yet learned
-from, so that every step of a round acts with the same weights.
+of `round_length` calls, `update()` waits until the learner serves weights of
+another version (but for the first `max_lag` rounds, which let acting run
+ahead of learning), so that every step of a round acts with the same weights.
 """
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
 from collections.abc import Sequence
@@ -101,15 +100,18 @@ class RoundVariableClient(VariableClient):
     The learner serves `version_name` (its update count) beside the weights,
     and the actor's copy of it is `variables[version_name][0]`. At a round's
     end `update()` polls the version alone every `poll_s` until it differs
-    from the one the round `max_lag` rounds back acted with (differs, not
-    exceeds: a learner that restarted from an older checkpoint must release
-    its actors too), then fetches weights and version together. `max_lag=0`:
-    every round acts with the weights learned from the one before (zero
-    policy lag). `max_lag=1`: the next round starts at once, acting with the
-    newest weights served, while the learner learns the round just ended
-    (acting overlapped with learning; a round's data is at most one round
-    older than the weights that learn from it). `interrupt()` ends the wait
-    (a stopping program). `wait_s` sums the time spent waiting.
+    from the one the round acted with (differs, not exceeds: a learner that
+    restarted from an older checkpoint must release its actors too), then
+    fetches weights and version together. With `max_lag=0` every round acts
+    with the weights learned from the one before (zero policy lag). With
+    `max_lag=L` the first L rounds start without waiting (with the newest
+    weights served, if any): the actor stays L rounds ahead of the learner,
+    acting while it learns, and every later round still needs a version newer
+    than the last round's, so it never gets further ahead. (One actor: a
+    round's data is at most L versions older than the weights that learn
+    from it. Several actors share the learner's batches, which take the
+    first rollouts queued, so a fast actor's can reach L + 1.) `interrupt()`
+    ends the wait (a stopping program). `wait_s` sums the time spent waiting.
     """
 
     def __init__(self, source: core.VariableSource, variables: dict[str, Sequence[tf.Variable]],
@@ -127,8 +129,7 @@ class RoundVariableClient(VariableClient):
         self._version = variables[version_name][0]
         self._poll_s = poll_s
         self._steps = 0
-        # The versions the last max_lag + 1 rounds acted with, oldest first.
-        self._acted: collections.deque[int] = collections.deque(maxlen=max_lag + 1)
+        self._rounds_ahead = max_lag  # Rounds still free to start without a new version.
         self.wait_s = 0.0
 
     def update(self, wait: bool = False) -> None:
@@ -140,16 +141,16 @@ class RoundVariableClient(VariableClient):
             return
         self._steps = 0
         start = time.monotonic()
-        self._acted.append(int(self._version.numpy()))
-        must_differ = len(self._acted) == self._acted.maxlen
+        acted = int(self._version.numpy())
         while not self._interrupted.is_set():
             [[served]] = self._source.get_variables([self._version_name])
-            if must_differ and int(served) == self._acted[0]:  # Not yet learned from.
-                self._interrupted.wait(self._poll_s)
-                continue
-            if int(served) != self._acted[-1]:  # Newer than what it holds.
+            if int(served) != acted:  # Newer (or a restarted learner's): take it.
                 self.update_and_wait()
-            break
+                break
+            if self._rounds_ahead > 0:  # One of the first max_lag rounds: go on with these.
+                self._rounds_ahead -= 1
+                break
+            self._interrupted.wait(self._poll_s)
         self.wait_s += time.monotonic() - start
 
 

@@ -65,10 +65,10 @@ class PPOConfig:
     # Acting.
     evaluation_greedy: bool = True  # The evaluator takes argmax actions (else it samples).
     # Rounds an actor may act ahead of the learner: 0, each round acts with the weights
-    # learned from the round before (acting and learning take turns); 1, the next round
-    # starts at once with the newest weights while the learner learns the last one (acting
-    # overlapped with learning, a policy lag of at most one round, which the ratio to the
-    # behaviour policy corrects as in the rest of PPO's epochs).
+    # learned from the round before (acting and learning take turns); 1, the actor starts
+    # one round ahead and stays there, acting while the learner learns (a policy lag of one
+    # version, two at most with several actors, which the ratio to the behaviour policy
+    # corrects as in the rest of PPO's epochs).
     max_policy_lag: int = 0
 
     # The acting layout and other program flags by family, beside the config values of the

@@ -115,33 +115,34 @@ def test_interrupt_ends_a_round_clients_wait_without_new_weights():
 
 def test_a_round_client_with_a_lag_of_one_acts_a_round_ahead_and_never_two():
     """Round 0 acts with version 0; round 1 starts at once with it (the learner learns round
-    0 meanwhile); round 2 waits for a version other than round 0's, then acts with the newest;
-    round 3 goes at once when round 1's version was learned from, fetching only what is new."""
+    0 meanwhile); from then on every round needs a version newer than the last round's, so
+    the actor stays one round ahead: round 2 waits for version 1, round 3 takes a newer
+    one at once, round 4 waits again; a restarted learner's older version releases it."""
     from components.variable_client import RoundVariableClient
 
     source = VersionedSource()
     weights, version = tf.Variable(np.zeros(3, np.float32)), tf.Variable(0, dtype=tf.int64)
     client = RoundVariableClient(source, {"policy": [weights], "policy_version": [version]},
                                  round_length=2, max_lag=1)
-    for _ in range(2):  # End of round 0: nothing newer, no wait, no fetch.
+
+    def round_end(bump_to=None, after_s=0.3):
         client.update()
-    assert client.num_updates == 0 and source.polls == 1 and client.wait_s < 0.1
-    client.update()
-    threading.Timer(0.3, lambda: setattr(source, "version", 1)).start()
-    start = time.monotonic()
-    client.update()  # End of round 1: round 0 (version 0) must be learned from first.
-    assert time.monotonic() - start >= 0.25 and int(version.numpy()) == 1
-    assert client.num_updates == 1
-    for _ in range(2):  # End of round 2: version 1 != round 1's 0, and nothing newer: go.
+        if bump_to is not None:
+            threading.Timer(after_s, lambda: setattr(source, "version", bump_to)).start()
+        start = time.monotonic()
         client.update()
-    assert client.num_updates == 1 and int(version.numpy()) == 1
+        return time.monotonic() - start
+
+    assert round_end() < 0.1  # End of round 0: nothing newer, no wait, no fetch.
+    assert client.num_updates == 0 and source.polls == 1
+    assert round_end(bump_to=1) >= 0.25  # End of round 1: waits for a version other than 0.
+    assert int(version.numpy()) == 1 and client.num_updates == 1
     source.version = 3  # The learner moved on twice: the newest is fetched, no wait.
-    start = time.monotonic()
-    for _ in range(2):
-        client.update()
-    assert time.monotonic() - start < 0.2
+    assert round_end() < 0.1
     assert int(version.numpy()) == 3 and client.num_updates == 2
     np.testing.assert_array_equal(weights.numpy(), np.full(3, 3.0))
+    assert round_end(bump_to=2) >= 0.25  # Never two ahead; a restart's older 2 releases it.
+    assert int(version.numpy()) == 2 and client.num_updates == 3
 
 
 def test_a_round_clients_lag_cannot_be_negative():
