@@ -211,16 +211,17 @@ def test_an_unreachable_ray_address_fails_fast_in_one_line(tmp_path, address, ne
     (Ray scans every process, and caches what it found for the life of the process), and a
     run that joins one in the test runner would hold it to that cluster's fate."""
     if address == "auto":
-        raylets = [f"{pid} {args[:80]}" for pid, _, args in process_table()
-                   if "raylet" in args and "ray::" not in args]
-        if raylets:
-            pytest.skip(f"a Ray runs on this machine, which `auto` would join: {raylets}")
+        servers = [f"{pid} {args[:80]}" for pid, _, args in process_table()
+                   if ("raylet" in args or "gcs_server" in args) and "ray::" not in args]
+        if servers:
+            pytest.skip(f"a Ray runs on this machine, which `auto` would join: {servers}")
     with _listening_socket() as listener:
         if address == "listener":
             address = f"127.0.0.1:{listener.getsockname()[1]}"
         started = time.time()
+        # Its own Ray folder: a stale /tmp/ray/ray_current_cluster is not this test's.
         done = run_module("launch_programs.run", "--launch=ray", f"--ray_address={address}",
-                          f"--logdir={tmp_path}/run", timeout=90)
+                          f"--logdir={tmp_path}/run", timeout=90, RAY_TMPDIR=str(tmp_path))
         took = time.time() - started
     err = done.stderr.strip()
     assert done.returncode == 2 and len(err.splitlines()) == 1, err
