@@ -6,7 +6,8 @@ Each run: `git clone` of this checkout's HEAD into a new folder, the spinner sta
 `bash -m -c 'nohup make test > log 2>&1 & wait'` (make builds the clone's .venv first),
 then the spinner stopped. Per run it records make's exit code, pytest's summary line (or
 that there was none: the runner vanished), the counts, the minutes, the failures, and the
-processes left on the machine afterwards that carry the run's mark or Ray's names.
+processes left on the machine afterwards that carry the run's mark (every process the
+suite started inherits it, orphans included).
 Appends to bench/results/suite_under_load.json.
 
     python bench/suite_under_load.py --runs=3
@@ -24,14 +25,17 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from launch_programs.processes import RAY_PROCESS_MARKS, process_table  # noqa: E402
+from launch_programs.processes import command_line, marked  # noqa: E402
 
 OUT = os.path.join(ROOT, "bench", "results", "suite_under_load.json")
 SPINNER = "while True: pass  # suite_under_load spinner"
+MARK_ENV = "AGENTKIT_TEST_SUITE"  # The suite's own mark (tests/conftest.py keeps one given).
+TIMEOUT_S = 90 * 60  # CI's limit.
 
 
 def counts_of(log: str) -> dict:
@@ -55,22 +59,27 @@ def one_run(index: int, taskset: str, keep: bool) -> dict:
     subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True,
                             text=True).stdout.strip()
-    spinner = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", SPINNER],
+    pin = ["taskset", "-c", taskset] if taskset else []  # The spinner shares the runner's core.
+    spinner = subprocess.Popen([*pin, "nice", "-n", "19", sys.executable, "-c", SPINNER],
                                start_new_session=True)
     make = "make test" if not taskset else f"taskset -c {taskset} make test"
+    mark = uuid.uuid4().hex
     start = time.monotonic()
-    done = subprocess.run(["bash", "-m", "-c", f"nohup {make} > log 2>&1 & wait $!"],
-                          cwd=clone, start_new_session=True)
+    try:
+        code = subprocess.run(["bash", "-m", "-c", f"nohup {make} > log 2>&1 & wait $!"],
+                              cwd=clone, start_new_session=True, timeout=TIMEOUT_S,
+                              env=dict(os.environ, **{MARK_ENV: mark})).returncode
+    except subprocess.TimeoutExpired:
+        code = "timeout"
     minutes = (time.monotonic() - start) / 60
     spinner.kill()
     spinner.wait()
     with open(os.path.join(clone, "log"), errors="replace") as f:
         log = f.read()
     time.sleep(5.0)  # What is still running after the run's own 15 s checks is left.
-    left = [f"{pid} {args[:120]}" for pid, _, args in process_table()
-            if clone in args or any(mark in args for mark in RAY_PROCESS_MARKS)]
+    left = [f"{pid} {command_line(pid)[:120]}" for pid in marked(mark, MARK_ENV)]
     result = {"run": index, "commit": commit, "taskset": taskset or None,
-              "make_exit_code": done.returncode, "minutes": round(minutes, 1),
+              "make_exit_code": code, "minutes": round(minutes, 1),
               **counts_of(log), "failures": failures_of(log), "left_running": left,
               "log_tail": log.strip().splitlines()[-3:]}
     if keep:

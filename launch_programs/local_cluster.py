@@ -94,6 +94,7 @@ class LocalCluster:
             for i in range(1, self._workers + 1):
                 self.add(f"worker_{i}")
             self._cluster.wait_for_nodes()
+            self._owned.started()
         except BaseException:  # A node that did not come up: none of the others stays.
             self.shutdown()
             raise

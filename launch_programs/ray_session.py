@@ -92,11 +92,17 @@ class OwnedProcesses:
 
         self.mark = uuid.uuid4().hex
         self._environ = dict(os.environ)
+        self._started: dict[str, str] | None = None  # The environment once Ray was up.
 
     def starting(self):
         from launch_programs.processes import marking
 
         return marking(self.mark)
+
+    def started(self) -> None:
+        """Notes the environment as starting Ray left it: `end()` puts back only what
+        starting changed and nobody changed again since (another session's settings stay)."""
+        self._started = dict(os.environ)
 
     def left(self) -> dict[int, str]:
         """The marked processes alive now: pid -> start time."""
@@ -110,11 +116,15 @@ class OwnedProcesses:
         from launch_programs.processes import reap
 
         stopped = reap(self.left(), grace_s)
-        for name in set(os.environ) - set(self._environ):
-            os.environ.pop(name, None)
-        for name, value in self._environ.items():
-            if os.environ.get(name) != value:
-                os.environ[name] = value
+        started = dict(os.environ) if self._started is None else self._started
+        for name in set(self._environ) | set(started):
+            before, after = self._environ.get(name), started.get(name)
+            if before == after or os.environ.get(name) != after:
+                continue  # Not starting's change, or changed again since: not ours to undo.
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
         ray = sys.modules.get("ray")
         constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
         if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
@@ -241,6 +251,7 @@ class RaySession:
                 self._owns_ray = True  # Set first: an init that fails still gets shut down.
                 with _without_ray_sigterm_handler(ray), self._owned.starting():
                     self._init_ray(ray)
+                self._owned.started()
         finally:
             if hold:
                 for signum, handler in previous.items():

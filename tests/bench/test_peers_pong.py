@@ -136,6 +136,7 @@ def test_a_peer_that_cannot_be_installed_is_one_line(tmp_path, capsys, monkeypat
                              ("no-such-package-of-the-bench==0.0.1",),
                              "import no_such_package_of_the_bench", 100, {})
     monkeypatch.setitem(peers_pong.PEERS, "rl_games", broken)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # As offline: pip fails at once, no retries.
     code = peers_pong.main(["--runs=rl_games", f"--out={tmp_path / 'out.json'}",
                             f"--keep={tmp_path / 'runs'}"])
     lines = capsys.readouterr().err.strip().splitlines()

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from launch_programs.processes import alive, descendants
-from tests.commands import shell_signals
+from tests.commands import SUITE_MARK_ENV, shell_signals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMAND = [sys.executable, "-m", "launch_programs.local_cluster"]
@@ -36,7 +36,9 @@ def ray_tmpdir():
 
 
 def _env(ray_tmpdir: str) -> dict[str, str]:
-    return {"PATH": os.defpath, "RAY_TMPDIR": ray_tmpdir, "RAY_USAGE_STATS_ENABLED": "0"}
+    """A bare shell's environment, and the suite's mark: what the cluster leaves is found."""
+    return {"PATH": os.defpath, "RAY_TMPDIR": ray_tmpdir, "RAY_USAGE_STATS_ENABLED": "0",
+            SUITE_MARK_ENV: os.environ[SUITE_MARK_ENV]}
 
 
 @pytest.mark.parametrize("flag", [

@@ -139,12 +139,16 @@ def test_owned_processes_end_what_was_started_and_restore_the_environment(monkey
         _orphan()
     os.environ["AGENTKIT_PROBE_KEPT"] = "changed"  # As Ray's start-up sets its variables.
     os.environ["AGENTKIT_PROBE_NEW"] = "1"
+    monkeypatch.setenv("AGENTKIT_PROBE_OTHERS", "before")
+    owned.started()
+    os.environ["AGENTKIT_PROBE_OTHERS"] = "another session's"  # Changed after: kept.
     assert len(owned.left()) == 1
     [stopped] = owned.end(grace_s=1.0)
     assert "sleep 60" in stopped  # (Its command line may be the shell's until it execs.)
     assert owned.left() == {}
     assert os.environ["AGENTKIT_PROBE_KEPT"] == "before"
     assert "AGENTKIT_PROBE_NEW" not in os.environ
+    assert os.environ["AGENTKIT_PROBE_OTHERS"] == "another session's"
 
 
 @pytest.mark.parametrize("value", ["-2", "=b"])
