@@ -12,9 +12,14 @@ first use), with its own published Pong settings:
   pinned cleanrl wheel on PyPI (never committed), with EnvPool and gym at the versions its
   old gym API needs;
 - ours: `python -m launch_programs.run --agent=ppo --env=atari:Pong --sticky_actions=0`, the
-  preset a user gets (its evaluation rounds included in its wall-clock).
+  preset a user gets (its evaluation rounds included in its wall-clock);
+- ours_ray, the scaling case: the same preset with `--launch=ray --num_actors=2
+  --num_envs_per_actor=32` (two actor processes, the same 64 games). rl_games' own
+  multi-process mode is multi-GPU over NCCL (its a2c_common.py), which a CPU machine cannot
+  run, and CleanRL's EnvPool PPO has none: their parallelism is EnvPool's thread pool,
+  which their runs above use.
 
-One statistic for all three (like for like): the mean of the last 100 finished training
+One statistic for all (like for like): the mean of the last 100 finished training
 games (rl_games' own score window), each a full game's unclipped score, read as each game
 ends from the peer's own output (ours: actor.csv). A run stops at the first such mean >= the
 target, or at --max_steps agent steps, or --max_minutes. Wall-clock counts from the
@@ -26,7 +31,7 @@ Writes bench/results/peers_pong.json: for each, agent steps and wall-clock to th
 agent steps per second, CPU seconds used, the protocol (sticky actions, episodic life, noop
 starts, action set, what its returns count), and ours over each peer's wall-clock.
 
-    python bench/peers_pong.py                       # all three, nothing else running
+    python bench/peers_pong.py                       # all four, nothing else running
     python bench/peers_pong.py --runs=ours,rl_games --max_minutes=40
     python bench/peers_pong.py --runs=ours --our_flags=--max_policy_lag=1 --out=/tmp/lag1.json
 """
@@ -424,6 +429,9 @@ def main(argv=None) -> int:
         names = parse_runs(args.runs)
         if args.max_steps < 1 or args.max_minutes <= 0:
             raise BenchError("--max_steps and --max_minutes must be > 0")
+        if args.our_flags and os.path.abspath(args.out) == OUT:
+            raise BenchError("--our_flags: give --out too (a variant's figures are not the "
+                             "preset's)")
         if args.plan:
             print(json.dumps(plan_of(names, args), indent=1))
             return 0
