@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -214,11 +215,7 @@ def rl_games_split(log_path: str, skip: int = 3) -> dict | None:
     if not rows:
         return None
 
-    def median(values):
-        values = sorted(values)
-        return values[len(values) // 2]
-
-    env, with_policy, total = (median([r[i] for r in rows]) for i in range(3))
+    env, with_policy, total = (statistics.median_high([r[i] for r in rows]) for i in range(3))
     return {"epochs": len(rows), "agent_steps_per_s": total,
             "us_per_agent_step": {"env stepping": round(1e6 / env, 1),
                                   "inference": round(1e6 / with_policy - 1e6 / env, 1),

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import time
 
 # What names a Ray process in its command line: the raylet, the GCS, and a worker
 # (which retitles itself `ray::<class or task>`).
 RAY_PROCESS_MARKS = ("raylet", "gcs_server", "ray::")
 _PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 4096 / 2**20
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _pids() -> list[int]:
+    """Every pid in /proc now; [] where /proc cannot be read (not Linux)."""
+    try:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
 
 
 def _rss_mb(pid: int) -> float:
@@ -48,16 +58,12 @@ def command_line(pid: int) -> str:
 def descendants(root: int) -> dict[int, tuple[str, str]]:
     """Every live process below `root` (not `root` itself): pid -> (start time, command
     name); {} where /proc cannot be read."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return {}
     table = {}
-    for name in names:
+    for pid in _pids():
         with contextlib.suppress(OSError, ValueError, IndexError):
-            comm, fields = _read_stat(name)
+            comm, fields = _read_stat(pid)
             if fields[0] != "Z":
-                table[int(name)] = (int(fields[1]), fields[19], comm)
+                table[pid] = (int(fields[1]), fields[19], comm)
     found: dict[int, tuple[str, str]] = {}
     frontier = [root]
     while frontier:
@@ -104,12 +110,8 @@ def cpu_seconds(pid: int) -> float:
 def process_table() -> list[tuple[int, int, str]]:
     """(pid, process group, whole command line) of every process on this host; [] where
     /proc cannot be read (not Linux)."""
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return []
     table = []
-    for pid in pids:
+    for pid in _pids():
         args = command_line(pid)
         try:
             group = int(_read_stat(pid)[1][2])
@@ -156,11 +158,7 @@ def marked(value: str, name: str = OWNER_ENV) -> dict[int, str]:
     time. Only processes this user may read are seen."""
     needle = f"{name}={value}".encode()
     found: dict[int, str] = {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
+    for pid in _pids():
         if pid == os.getpid():
             continue
         with contextlib.suppress(OSError, IndexError):
@@ -191,9 +189,6 @@ def marking(value: str, name: str = OWNER_ENV):
 def reap(processes: dict[int, str], grace_s: float = 5.0) -> list[str]:
     """Ends `processes` (pid -> start time): SIGTERM, up to `grace_s` to exit, then SIGKILL;
     the command lines of those that were still alive to be signalled."""
-    import signal
-    import time
-
     living = {pid: start for pid, start in processes.items() if alive(pid, start)}
     names = [command_line(pid) or str(pid) for pid in living]
     for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
