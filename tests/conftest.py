@@ -7,10 +7,6 @@ import os
 import uuid
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Every process a test starts inherits the mark (tests.commands.user_env passes it on too),
-# and so do the processes below those: a process that outlives its test is found by it,
-# whoever its parent is by then (an orphan's is pid 1).
-os.environ.setdefault("AGENTKIT_TEST_SUITE", uuid.uuid4().hex)
 
 import pytest
 import reverb
@@ -18,7 +14,13 @@ import reverb
 from components.autograph_rules import skip_autograph_for
 from components.replay.server import NoCheckpointer
 from launch_programs.processes import command_line, reap
+from tests.commands import SUITE_MARK_ENV
 from tests.leaks import processes_left, suite_processes
+
+# Every process a test starts inherits the mark (tests.commands.user_env passes it on too),
+# and so do the processes below those: a process that outlives its test is found by it,
+# whoever its parent is by then (an orphan's is pid 1).
+os.environ.setdefault(SUITE_MARK_ENV, uuid.uuid4().hex)
 
 LEAK_GRACE_S = 15.0  # How long a test's processes may take to exit after it.
 
