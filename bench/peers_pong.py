@@ -50,6 +50,7 @@ import re
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -325,6 +326,8 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
     if own:
         result["own_report"] = {"what": f"mean of its last {peer.own_window} games",
                                 "first_at_target": own.reached}
+    if peer.name == "rl_games":
+        result["timing_split"] = rl_games_split(log_path)
     if peer.ours:
         result["own_report"] = {"what": "first evaluation round (10 games, sampled policy)",
                                 "first_at_target": first_round}
@@ -332,6 +335,30 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
         if os.path.exists(summary):
             result["config"] = json.load(open(summary)).get("config")
     return result
+
+
+RL_GAMES_FPS = re.compile(r"fps step: ([\d.]+) fps step and policy inference: ([\d.]+) "
+                          r"fps total: ([\d.]+)")
+
+
+def rl_games_split(log_path: str, skip: int = 3) -> dict | None:
+    """Where an agent step of rl_games goes, from its own per-epoch timing lines: the
+    simulators alone (`fps step`), with the policy (`fps step and policy inference`), and
+    everything (`fps total`, its learning included), as the median over its epochs after the
+    first `skip`; microseconds an agent step."""
+    if not os.path.exists(log_path):
+        return None
+    rows = [tuple(map(float, m.groups())) for m in map(RL_GAMES_FPS.search, open(log_path))
+            if m][skip:]
+    if not rows:
+        return None
+
+    env, with_policy, total = (statistics.median_high([r[i] for r in rows]) for i in range(3))
+    return {"epochs": len(rows), "agent_steps_per_s": total,
+            "us_per_agent_step": {"env stepping": round(1e6 / env, 1),
+                                  "inference": round(1e6 / with_policy - 1e6 / env, 1),
+                                  "learning and the rest": round(1e6 / total - 1e6 / with_policy,
+                                                                 1)}}
 
 
 def stop(proc: subprocess.Popen, graceful: bool) -> None:

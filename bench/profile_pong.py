@@ -34,7 +34,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from peers_pong import CsvTail, stop  # noqa: E402
+from peers_pong import OUT as PEERS_OUT  # noqa: E402
+from peers_pong import CsvTail, rl_games_split, stop  # noqa: E402
 
 OUT = os.path.join(ROOT, "bench", "results", "profile_pong.json")
 RATE_HZ = 100
@@ -199,28 +199,13 @@ def flops_part(minibatch: int, epochs: int) -> dict:
     return result
 
 
-RL_GAMES_FPS = re.compile(r"fps step: ([\d.]+) fps step and policy inference: ([\d.]+) "
-                          r"fps total: ([\d.]+)")
-
-
-def rl_games_split(log_path: str, skip: int = 3) -> dict | None:
-    """Where an agent step of rl_games goes, from its own per-epoch timing lines: the
-    simulators alone (`fps step`), with the policy (`fps step and policy inference`), and
-    everything (`fps total`, its learning included), as the median over its epochs after the
-    first `skip`; microseconds an agent step."""
-    if not os.path.exists(log_path):
+def kept_rl_games_split() -> dict | None:
+    """rl_games' split as bench/peers_pong.py kept it in its results, when its log is gone."""
+    try:
+        with open(PEERS_OUT) as f:
+            return json.load(f)["runs"]["rl_games"].get("timing_split")
+    except (OSError, KeyError, ValueError):
         return None
-    rows = [tuple(map(float, m.groups())) for m in map(RL_GAMES_FPS.search, open(log_path))
-            if m][skip:]
-    if not rows:
-        return None
-
-    env, with_policy, total = (statistics.median_high([r[i] for r in rows]) for i in range(3))
-    return {"epochs": len(rows), "agent_steps_per_s": total,
-            "us_per_agent_step": {"env stepping": round(1e6 / env, 1),
-                                  "inference": round(1e6 / with_policy - 1e6 / env, 1),
-                                  "learning and the rest": round(1e6 / total - 1e6 / with_policy,
-                                                                 1)}}
 
 
 def arithmetic_fraction(agent_steps_per_s: float, agent_step_mflop: float,
@@ -283,7 +268,7 @@ def main(argv=None) -> int:
         report["arithmetic_fraction"] = arithmetic_fraction(
             report["agent_steps_per_s"], preset["agent_step_mflop"],
             report["flops"]["matmul_gflop_per_s"])
-    report["rl_games"] = rl_games_split(args.rl_games_log)
+    report["rl_games"] = rl_games_split(args.rl_games_log) or kept_rl_games_split()
     for row in report["profile"]:
         print(f"{row['thread']:>9}  {row['category']:<45} {row['wall_fraction']:>6.1%}")
     print(f"the process kept {report['cores_busy']} of {os.cpu_count()} cores busy"

@@ -155,3 +155,16 @@ def test_the_scaling_run_is_ours_under_ray_with_the_same_games_and_no_ratio_to_i
     results = {name: {"wall_time_s_to_target": 600.0, "stopped_by": "target",
                       "run_wall_time_s": 600.0} for name in ("ours", "ours_ray")}
     assert peers_pong.wall_clock_ratios(results) == ({}, {})
+
+
+def test_rl_games_own_timing_lines_split_its_agent_step(tmp_path):
+    log = tmp_path / "output.log"
+    lines = ["fps step: 9 fps step and policy inference: 9 fps total: 9 epoch: 1/250 frames: 0"]
+    lines += [f"fps step: {env} fps step and policy inference: {policy} fps total: {total} "
+              f"epoch: {i + 2}/250 frames: 8192" for i, (env, policy, total) in enumerate(
+                  [(4000, 2000, 250), (5000, 2500, 200), (4000, 2000, 250)])]
+    log.write_text("\n".join(["{\"agent_steps\": 64, \"game_return\": -21.0}", *lines]) + "\n")
+    split = peers_pong.rl_games_split(str(log), skip=1)  # The first epoch's line is left out.
+    assert split == {"epochs": 3, "agent_steps_per_s": 250.0, "us_per_agent_step": {
+        "env stepping": 250.0, "inference": 250.0, "learning and the rest": 3500.0}}
+    assert peers_pong.rl_games_split(str(tmp_path / "missing.log")) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -54,17 +55,14 @@ def test_only_node_threads_have_a_kind():
     assert profile_pong.thread_kind("MainThread") is None
 
 
-def test_rl_games_own_timing_lines_split_its_agent_step(tmp_path):
-    log = tmp_path / "output.log"
-    lines = ["fps step: 9 fps step and policy inference: 9 fps total: 9 epoch: 1/250 frames: 0"]
-    lines += [f"fps step: {env} fps step and policy inference: {policy} fps total: {total} "
-              f"epoch: {i + 2}/250 frames: 8192" for i, (env, policy, total) in enumerate(
-                  [(4000, 2000, 250), (5000, 2500, 200), (4000, 2000, 250)])]
-    log.write_text("\n".join(["{\"agent_steps\": 64, \"game_return\": -21.0}", *lines]) + "\n")
-    split = profile_pong.rl_games_split(str(log), skip=1)  # The first epoch's line is left out.
-    assert split == {"epochs": 3, "agent_steps_per_s": 250.0, "us_per_agent_step": {
-        "env stepping": 250.0, "inference": 250.0, "learning and the rest": 3500.0}}
-    assert profile_pong.rl_games_split(str(tmp_path / "missing.log")) is None
+def test_rl_games_split_comes_from_the_kept_results_when_its_log_is_gone(tmp_path, monkeypatch):
+    kept = {"epochs": 119, "agent_steps_per_s": 307.0, "us_per_agent_step": {"env stepping": 1.0}}
+    results = tmp_path / "peers_pong.json"
+    results.write_text(json.dumps({"runs": {"rl_games": {"timing_split": kept}}}))
+    monkeypatch.setattr(profile_pong, "PEERS_OUT", str(results))
+    assert profile_pong.kept_rl_games_split() == kept
+    results.write_text(json.dumps({"runs": {"ours": {}}}))  # No rl_games run kept: none.
+    assert profile_pong.kept_rl_games_split() is None
 
 
 def test_the_arithmetic_fraction_is_the_step_flops_over_the_matmul_rate():
