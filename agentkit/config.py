@@ -68,6 +68,9 @@ def require_finite_floats(config: Any) -> None:
 POSITIVE_FIELDS = ("learning_rate", "adam_epsilon", "max_gradient_norm")
 NON_NEGATIVE_FIELDS = ("learning_rate_final", "learning_rate_decay_steps")
 AT_LEAST_ONE_FIELDS = ("batches_per_call", "variable_update_period", "max_in_flight_items")
+# Reverb's table sizes are C ints: a larger one fails inside its constructor.
+TABLE_SIZE_FIELDS = ("max_replay_size", "min_replay_size", "max_queue_size")
+MAX_TABLE_SIZE = 2**31 - 1
 
 
 def require_common_fields(config: Any) -> None:
@@ -84,6 +87,10 @@ def require_common_fields(config: Any) -> None:
             if hasattr(config, name):
                 value = getattr(config, name)
                 require(condition(value), name, allowed, value)
+    for name in TABLE_SIZE_FIELDS:
+        if hasattr(config, name):
+            require(getattr(config, name) <= MAX_TABLE_SIZE, name,
+                    f"<= {MAX_TABLE_SIZE:,} (Reverb's largest table)", getattr(config, name))
     if hasattr(config, "max_in_flight_items"):
         warns = PENDING_ITEMS_LIMIT + 1
         require(config.max_in_flight_items <= MAX_IN_FLIGHT_ITEMS, "max_in_flight_items",

@@ -273,6 +273,9 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
     reader.start()
     actor_rows = CsvTail(os.path.join(workdir, "run", "actor.csv"))
     eval_rows = CsvTail(os.path.join(workdir, "run", "evaluator.csv"))
+    # A row about each second: the steps go on being read while no game ends (the 64 games
+    # of a run's start end together, minutes apart).
+    learner_rows = CsvTail(os.path.join(workdir, "run", "learner.csv"))
     rounds: dict[int, list[float]] = {}
     first_round = None
     stopped_by = "exited"
@@ -286,6 +289,8 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
                     if row.get("episode_return", "") != "":
                         window.add(wall, int(float(row["actor_steps"])),
                                    float(row["episode_return"]))
+                for row in learner_rows.rows():
+                    last_steps[0] = max(last_steps[0], int(float(row["actor_steps"])))
                 for row in eval_rows.rows():
                     games = rounds.setdefault(int(float(row["actor_steps"])), [])
                     games.append(float(row["episode_return"]))
@@ -333,7 +338,13 @@ def run_peer(peer: Peer, args, workdir: str) -> dict:
                                 "first_at_target": first_round}
         summary = os.path.join(workdir, "run", "summary.json")
         if os.path.exists(summary):
-            result["config"] = json.load(open(summary)).get("config")
+            summary = json.load(open(summary))
+            result["config"] = summary.get("config")
+            result["run_agent_steps"] = max(last_steps[0], int(summary.get("actor_steps", 0)))
+        if "--launch=ray" in peer.launch_flags:  # Ray's workers are not the run's children.
+            result["cpu_seconds"] = None
+            result["cpu_seconds_note"] = ("not measured: Ray's worker processes are not waited "
+                                          "for by the run, so their CPU is not its children's")
     return result
 
 

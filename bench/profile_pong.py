@@ -145,9 +145,15 @@ def run_process(pid: int) -> int:
 
 
 def actor_steps(logdir: str) -> int:
-    """The actor steps of actor.csv's last whole row (0 before any)."""
-    rows = list(CsvTail(os.path.join(logdir, "actor.csv")).rows())
-    return int(float(rows[-1]["actor_steps"])) if rows else 0
+    """The run's actor steps: the largest of the last whole rows of actor.csv (a row per
+    game, so none for minutes when the 64 games end together) and learner.csv (a row about
+    each second); 0 before any."""
+    steps = 0
+    for name in ("actor.csv", "learner.csv"):
+        rows = list(CsvTail(os.path.join(logdir, name)).rows())
+        if rows:
+            steps = max(steps, int(float(rows[-1]["actor_steps"])))
+    return steps
 
 
 def flops_part(minibatch: int, epochs: int) -> dict:

@@ -136,11 +136,13 @@ def _start(run: RunSpec, signals: StopSignals):
     nothing left to do. The caller closes what it gets, also when this raises."""
     from launch_programs.agent_program import make_agent_program
     from launch_programs.devices import configure_tensorflow
+    from launch_programs.memory import check_memory
     from launch_programs.ray_launcher import RayLauncher
     from launch_programs.threads import ThreadsLauncher
 
     configure_tensorflow()  # GPU memory growth, before prepare() runs the first op.
     builder, factory, spec = prepare(run)
+    check_memory(run, builder, factory, spec)
     batched_factory = batched_environment_factory(run)
     run_dir = check_before_launch(run)
     try:
@@ -200,6 +202,11 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
               f"{int(initial_counts.get('actor_steps', 0))} learner_steps="
               f"{int(initial_counts.get('learner_steps', 0))} wall_time_s="
               f"{run_dir.prior_wall_s:.0f} (life {len(run_dir.lives)})", flush=True)
+        if run_dir.learner_steps_lost:
+            print(f"[run] the learner's checkpoint is at step {run_dir.learner_checkpoint_steps}: "
+                  f"the last life did {run_dir.learner_steps_lost} updates after it that were not "
+                  f"saved (it was killed); they are done again, and learner_steps counts them "
+                  f"again (run.json: learner_steps_lost)", flush=True)
         if run_dir.changed:
             print(f"[run] changed on resume (recorded in run.json): "
                   f"{describe_changes(run_dir.changed)}", flush=True)
@@ -275,6 +282,9 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
     if any(life.get("launch") == "ray" for life in run_dir.lives):
         extra["node_restarts"] = restarts_of_all_lives(run_dir.lives)
     extra["lives"] = run_dir.lives
+    lost = sum(life.get("learner_steps_lost", 0) for life in run_dir.lives)
+    if lost:
+        extra["learner_steps_lost"] = lost
     try:
         summary = write_summary(
             run.logdir, run.agent, run.env, run.launch, result.status, counts, time.time() - start,

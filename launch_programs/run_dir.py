@@ -113,6 +113,7 @@ class RunDir:
         self.prior_wall_s = 0.0  # Wall time of the run's earlier lives.
         self.unchecked = False  # Resuming a run that has no run.json (nothing to compare).
         self.kept: list[str] = []  # Files --fresh left because no run wrote them.
+        self.learner_checkpoint_steps: int | None = None  # The learner.npz a resume restores.
         self._lock_fd: int | None = None
 
     @classmethod
@@ -181,7 +182,9 @@ class RunDir:
         if os.path.exists(learner):
             from agentkit.checkpointing import read_checkpoint
 
-            read_checkpoint(learner)
+            steps = read_checkpoint(learner).get("num_steps")
+            if steps is not None and steps.shape == () and steps.dtype.kind in "iu":
+                self.learner_checkpoint_steps = int(steps)
         from components.replay.checkpoints import check_replay_checkpoint
 
         check_replay_checkpoint(os.path.join(path, "checkpoints", "replay"))
@@ -231,7 +234,22 @@ class RunDir:
             "actor_steps_before": int(counts.get("actor_steps", 0)),
             "learner_steps_before": int(counts.get("learner_steps", 0)),
         })
+        lost = self.learner_steps_lost
+        if lost is not None:
+            self.lives[-1].update(learner_restored_at=self.learner_checkpoint_steps,
+                                  learner_steps_lost=lost)
         self._write()
+
+    @property
+    def learner_steps_lost(self) -> int | None:
+        """Updates a resume redoes: those the counts hold beyond the learner checkpoint (the
+        learner saves every --checkpoint_every_s, the counter every 2 s; a kill -9 between
+        loses them). `learner_steps` counts updates done, so they are counted again, once
+        redone; None when nothing is resumed."""
+        if self.initial_counts is None or self.learner_checkpoint_steps is None:
+            return None
+        return max(0, int(self.initial_counts.get("learner_steps", 0))
+                   - self.learner_checkpoint_steps)
 
     def end_life(self, status: str, counts: dict[str, float], life_wall_s: float,
                  node_restarts: dict[str, int] | None = None,

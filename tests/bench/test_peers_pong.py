@@ -168,3 +168,32 @@ def test_rl_games_own_timing_lines_split_its_agent_step(tmp_path):
     assert split == {"epochs": 3, "agent_steps_per_s": 250.0, "us_per_agent_step": {
         "env stepping": 250.0, "inference": 250.0, "learning and the rest": 3500.0}}
     assert peers_pong.rl_games_split(str(tmp_path / "missing.log")) is None
+
+
+FAKE_OURS = """
+import json, os, time
+os.makedirs("run", exist_ok=True)
+open("run/actor.csv", "w").write("wall_time_s,actor_steps,episode_return\\n")  # No game ended.
+with open("run/learner.csv", "w") as f:
+    f.write("wall_time_s,actor_steps,learner_steps\\n1.0,8192,16\\n2.0,16384,32\\n")
+time.sleep(2.5)  # Read by the benchmark's 1 s loop.
+json.dump({"actor_steps": 20000, "config": {"rollout_length": 128}}, open("run/summary.json", "w"))
+"""
+
+
+def test_our_steps_are_read_while_no_game_has_ended_and_rays_cpu_is_not_claimed(
+        tmp_path, monkeypatch):
+    """Under ray a 6-minute run ended before its first 64 games did: actor.csv had no row,
+    and the benchmark reported 0 steps. The learner's rows and the summary count them."""
+    script = tmp_path / "fake_ours.py"
+    script.write_text(FAKE_OURS)
+    monkeypatch.setattr(peers_pong, "ensure_venv", lambda peer: sys.executable)
+    monkeypatch.setattr(peers_pong, "command_of", lambda *a: ([sys.executable, str(script)], {}))
+    args = types.SimpleNamespace(seed=1, max_steps=10**6, max_minutes=5.0, target=18.0,
+                                 our_flags="")
+    result = peers_pong.run_peer(peers_pong.PEERS["ours_ray"], args, str(tmp_path))
+    assert result["stopped_by"] == "exited" and not result["reached"]
+    assert result["run_agent_steps"] == 20000 and result["config"] == {"rollout_length": 128}
+    assert result["cpu_seconds"] is None and "Ray" in result["cpu_seconds_note"]
+    threads = peers_pong.run_peer(peers_pong.PEERS["ours"], args, str(tmp_path))
+    assert threads["cpu_seconds"] is not None and "cpu_seconds_note" not in threads

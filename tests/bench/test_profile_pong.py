@@ -68,3 +68,14 @@ def test_rl_games_split_comes_from_the_kept_results_when_its_log_is_gone(tmp_pat
 def test_the_arithmetic_fraction_is_the_step_flops_over_the_matmul_rate():
     # 1,000 steps/s of 64 MFLOP is 64 GFLOP/s: 0.2 of a 320 GFLOP/s matmul rate.
     assert profile_pong.arithmetic_fraction(1000.0, 64.0, 320.0) == 0.2
+
+
+def test_the_run_s_steps_come_from_learner_rows_while_no_game_has_ended(tmp_path):
+    (tmp_path / "actor.csv").write_text("wall_time_s,actor_steps,episode_return\n")
+    (tmp_path / "learner.csv").write_text(
+        "wall_time_s,actor_steps,learner_steps\n1.0,8192,16\n2.0,16384,32\n")
+    assert profile_pong.actor_steps(str(tmp_path)) == 16384
+    with open(tmp_path / "actor.csv", "a") as f:  # A game ends later than the learner's row.
+        f.write("3.0,20000,-21.0\n")
+    assert profile_pong.actor_steps(str(tmp_path)) == 20000
+    assert profile_pong.actor_steps(str(tmp_path / "none")) == 0

@@ -466,3 +466,30 @@ def test_a_sticky_actions_flag_that_does_not_apply_fails_in_one_line(tmp_path, c
     code, err = _main(capsys, *SMALL, *flags, f"--logdir={tmp_path}/run")
     _one_line_error(code, err, needle)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("saved_steps, lost", [(25, 15), (40, 0), (None, None)])
+def test_a_resume_records_the_updates_a_kill_lost_since_the_learner_checkpoint(
+        tmp_path, saved_steps, lost):
+    """The counter saves every 2 s and the learner every --checkpoint_every_s: after kill -9
+    the counts (40 learner steps here) can be ahead of learner.npz. The resume redoes those
+    updates and learner_steps counts them again; run.json says how many."""
+    logdir = tmp_path / "run"
+    _recorded_run(logdir)
+    if saved_steps is not None:
+        (logdir / "checkpoints").mkdir(exist_ok=True)
+        np.savez(logdir / "checkpoints" / "learner.npz", num_steps=np.int64(saved_steps),
+                 **{"policy/000/w:0": np.zeros(3, np.float32)})
+    run_dir = RunDir.inspect(run.parse(SMALL + [f"--logdir={logdir}", "--max_actor_steps=5000"]))
+    try:
+        assert run_dir.learner_checkpoint_steps == saved_steps
+        assert run_dir.learner_steps_lost == lost
+        run_dir.open()
+        life = json.loads((logdir / RECORD).read_text())["lives"][-1]
+        assert life["learner_steps_before"] == 40
+        if lost is None:
+            assert "learner_steps_lost" not in life
+        else:
+            assert (life["learner_restored_at"], life["learner_steps_lost"]) == (saved_steps, lost)
+    finally:
+        run_dir.close()

@@ -1,0 +1,132 @@
+"""Whether a run fits in this machine's memory, checked before launch: a flag that asks for
+more than the machine has (`--max_replay_size=1e9`, `--eval_episodes=1e6`, a huge
+`--batch_size`) fails in one line naming it, not in an OOM kill minutes later.
+
+The estimate is a lower bound, so that a run that fits is never refused:
+
+- replay: each table's `max_size` items, each at least Reverb's own bookkeeping
+  (`REVERB_ITEM_BYTES`, measured with one-scalar items, bench/replay.py) plus its
+  signature's raw bytes compressed `COMPRESSION` times (more than Reverb's zstd gets on
+  Atari frames: about 10x for frames-once items, 4x for R2D2's sequences);
+- environments: every actor's and the evaluator's (an evaluation plays its episodes at once,
+  one environment each), at the bytes a few made here took;
+- the learner's batch: `batch_size` items, raw, once.
+
+Only local runs are checked: a cluster's nodes live on other hosts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+REVERB_ITEM_BYTES = 520  # Reverb's bytes per item beyond its data (bench/replay.py).
+COMPRESSION = 50  # Never reached by Reverb's compression of this project's items.
+SAMPLE_ENVIRONMENTS = 4  # Made to measure an environment's bytes (their median).
+GB = 1e9
+REPLAY_SIZE_FIELDS = ("max_replay_size", "max_queue_size")  # The agents' table sizes.
+
+
+def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """What the kernel says can be allocated without swapping (MemAvailable); None if it
+    does not say."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def environment_bytes(factory: Callable[..., Any], count: int = SAMPLE_ENVIRONMENTS) -> int:
+    """This process's resident memory's growth while `count` environments are made and reset,
+    over `count`. One more is made first, outside the count: it takes the imports and the
+    memory a closed environment gave back to the allocator (which would read as no growth);
+    a small environment grows memory by less than a page, so one alone would read 0."""
+    made = []
+    try:
+        for seed in range(count + 1):
+            if seed == 1:
+                before = _resident_bytes()
+            made.append(factory(seed=seed + 1, evaluation=False))
+            made[-1].reset()
+        return max(0, _resident_bytes() - before) // count
+    finally:
+        for environment in made:
+            environment.close()
+
+
+def raw_bytes(signature: Any) -> int:
+    """An item's bytes before compression, from its table's signature (0 without one)."""
+    import tensorflow as tf
+
+    total = 0
+    for spec in tf.nest.flatten(signature):
+        if isinstance(spec, tf.TensorSpec) and spec.shape.is_fully_defined():
+            total += int(np.prod(spec.shape.as_list(), dtype=np.int64)) * spec.dtype.size
+    return total
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One part of a run's memory: what it is, the flags that size it, its lower bound."""
+    what: str
+    flags: str
+    bytes: int
+
+
+def lower_bound(tables: list, environments: int, environment_bytes_each: int,
+                batch_size: int, replay_flags: str = "--max_replay_size") -> list[Part]:
+    """The run's memory parts, largest first; `replay_flags` names the tables' sizes."""
+    items = sum(int(t.info.max_size) for t in tables)
+    largest_item = max((raw_bytes(t.info.signature) for t in tables), default=0)
+    replay = sum(int(t.info.max_size) * (REVERB_ITEM_BYTES
+                                         + raw_bytes(t.info.signature) // COMPRESSION)
+                 for t in tables)
+    parts = [Part(f"replay: {items:,} items", replay_flags, replay),
+             Part(f"{environments:,} environments", "--num_actors x --num_envs_per_actor "
+                  "+ --eval_episodes", environments * environment_bytes_each),
+             Part(f"a batch of {batch_size:,} items", "--batch_size", batch_size * largest_item)]
+    return sorted(parts, key=lambda p: -p.bytes)
+
+
+def check_fits(parts: list[Part], available: int | None) -> None:
+    """Raises UsageError (one line, naming the flags of the largest part) when the parts'
+    sum is more than the memory available."""
+    from launch_programs.flags import UsageError
+
+    needed = sum(p.bytes for p in parts)
+    if available is None or needed <= available:
+        return
+    largest = parts[0]
+    shares = ", ".join(f"{p.what} {p.bytes / GB:.1f} GB" for p in parts if p.bytes >= 0.05 * GB)
+    raise UsageError(f"{largest.flags}: this run needs at least {needed / GB:.1f} GB of memory "
+                     f"({shares}) and this machine has {available / GB:.1f} GB available; "
+                     f"lower {largest.flags}")
+
+
+def check_memory(run, builder, factory, spec) -> None:
+    """Refuses a local run whose lower bound does not fit in the available memory."""
+    if run.on_cluster:
+        return
+    program = run.program_config
+    layout = program.layout
+    environments = layout.num_actors * layout.num_envs_per_actor + program.eval_episodes
+    tables = builder.make_replay_tables(spec=spec)
+    each = environment_bytes(factory) if environments > SAMPLE_ENVIRONMENTS else 0
+    batch = int(getattr(run.agent_config, "batch_size", 0) or 0)
+    sizes = [f"--{name}" for name in REPLAY_SIZE_FIELDS if hasattr(run.agent_config, name)]
+    parts = lower_bound(tables, environments, each, batch,
+                        " and ".join(sizes) or f"--agent={run.agent}'s replay size")
+    check_fits(parts, available_bytes())
