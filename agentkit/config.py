@@ -68,8 +68,10 @@ def require_finite_floats(config: Any) -> None:
 POSITIVE_FIELDS = ("learning_rate", "adam_epsilon", "max_gradient_norm")
 NON_NEGATIVE_FIELDS = ("learning_rate_final", "learning_rate_decay_steps")
 AT_LEAST_ONE_FIELDS = ("batches_per_call", "variable_update_period", "max_in_flight_items")
-# Reverb's table sizes are C ints: a larger one fails inside its constructor.
-TABLE_SIZE_FIELDS = ("max_replay_size", "min_replay_size", "max_queue_size")
+# The agents' table sizes (the replay's, the unroll queue's), and all of their size fields:
+# Reverb's sizes are C ints, and a larger one fails inside its constructor.
+MAX_TABLE_SIZE_FIELDS = ("max_replay_size", "max_queue_size")
+TABLE_SIZE_FIELDS = MAX_TABLE_SIZE_FIELDS + ("min_replay_size",)
 MAX_TABLE_SIZE = 2**31 - 1
 
 

@@ -26,9 +26,8 @@ import numpy as np
 
 REVERB_ITEM_BYTES = 520  # Reverb's bytes per item beyond its data (bench/replay.py).
 COMPRESSION = 50  # Never reached by Reverb's compression of this project's items.
-SAMPLE_ENVIRONMENTS = 4  # Made to measure an environment's bytes (their median).
+SAMPLE_ENVIRONMENTS = 4  # Made to measure an environment's bytes (their mean).
 GB = 1e9
-REPLAY_SIZE_FIELDS = ("max_replay_size", "max_queue_size")  # The agents' table sizes.
 
 
 def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
@@ -89,11 +88,10 @@ class Part:
 def lower_bound(tables: list, environments: int, environment_bytes_each: int,
                 batch_size: int, replay_flags: str = "--max_replay_size") -> list[Part]:
     """The run's memory parts, largest first; `replay_flags` names the tables' sizes."""
-    items = sum(int(t.info.max_size) for t in tables)
-    largest_item = max((raw_bytes(t.info.signature) for t in tables), default=0)
-    replay = sum(int(t.info.max_size) * (REVERB_ITEM_BYTES
-                                         + raw_bytes(t.info.signature) // COMPRESSION)
-                 for t in tables)
+    sizes = [(int(t.info.max_size), raw_bytes(t.info.signature)) for t in tables]
+    items = sum(size for size, _ in sizes)
+    largest_item = max((raw for _, raw in sizes), default=0)
+    replay = sum(size * (REVERB_ITEM_BYTES + raw // COMPRESSION) for size, raw in sizes)
     parts = [Part(f"replay: {items:,} items", replay_flags, replay),
              Part(f"{environments:,} environments", "--num_actors x --num_envs_per_actor "
                   "+ --eval_episodes", environments * environment_bytes_each),
@@ -118,6 +116,8 @@ def check_fits(parts: list[Part], available: int | None) -> None:
 
 def check_memory(run, builder, factory, spec) -> None:
     """Refuses a local run whose lower bound does not fit in the available memory."""
+    from agentkit.config import MAX_TABLE_SIZE_FIELDS
+
     if run.on_cluster:
         return
     program = run.program_config
@@ -126,7 +126,7 @@ def check_memory(run, builder, factory, spec) -> None:
     tables = builder.make_replay_tables(spec=spec)
     each = environment_bytes(factory) if environments > SAMPLE_ENVIRONMENTS else 0
     batch = int(getattr(run.agent_config, "batch_size", 0) or 0)
-    sizes = [f"--{name}" for name in REPLAY_SIZE_FIELDS if hasattr(run.agent_config, name)]
+    sizes = [f"--{name}" for name in MAX_TABLE_SIZE_FIELDS if hasattr(run.agent_config, name)]
     parts = lower_bound(tables, environments, each, batch,
                         " and ".join(sizes) or f"--agent={run.agent}'s replay size")
     check_fits(parts, available_bytes())
