@@ -45,13 +45,14 @@ def _parse_ints(text: str) -> tuple[int, ...]:
             f"expected comma-separated integers, got {text!r}") from None
 
 
-def _flag_type(default: Any):
+def _flag_type(default: Any, annotation: Any = None):
+    """The parser of a field's flag, from its default (None: from its annotation)."""
     if isinstance(default, bool):
         return parse_bool
     if isinstance(default, tuple):
         return _parse_ints
     if default is None:
-        return int
+        return float if "float" in str(annotation) else int
     return type(default)
 
 
@@ -133,7 +134,7 @@ def _add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, defaults: d
         if default is dataclasses.MISSING:  # No default: the user must give it.
             options.update(required=True, metavar="VALUE")
         else:
-            kind = _flag_type(default)
+            kind = _flag_type(default, field.type)
             options.update(type=kind, default=default, metavar=_METAVARS.get(kind, "VALUE"))
         if isinstance(default, bool):  # `--flag` alone means true.
             options.update(nargs="?", const=True)

@@ -30,9 +30,17 @@ SAMPLE_ENVIRONMENTS = 4  # Made to measure an environment's bytes (their mean).
 GB = 1e9
 
 
-def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    """What the kernel says can be allocated without swapping (MemAvailable); None if it
-    does not say."""
+def available_bytes(meminfo: str = "/proc/meminfo", proc_self: str = "/proc/self") -> int | None:
+    """What this process can still allocate before the kernel's OOM killer acts: the
+    machine's MemAvailable, or less where a memory cgroup (a container, a CI runner, a
+    batch scheduler's job) caps this process lower; None if neither says."""
+    machine = _meminfo_available(meminfo)
+    capped = cgroup_headroom_bytes(proc_self)
+    known = [b for b in (machine, capped) if b is not None]
+    return min(known) if known else None
+
+
+def _meminfo_available(meminfo: str) -> int | None:
     try:
         with open(meminfo) as f:
             for line in f:
@@ -41,6 +49,72 @@ def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+# (limit, usage, the memory.stat entry of page cache the kernel frees before it kills), for
+# cgroup v2 and v1. A v1 limit at or above 2**62 is "no limit".
+_CGROUP_FILES = {"cgroup2": ("memory.max", "memory.current", "inactive_file"),
+                 "cgroup": ("memory.limit_in_bytes", "memory.usage_in_bytes",
+                            "total_inactive_file")}
+
+
+def cgroup_headroom_bytes(proc_self: str = "/proc/self") -> int | None:
+    """The least headroom (limit - usage + reclaimable cache) of the memory cgroups this
+    process is in, from its own up to the hierarchy's root; None where none has a limit."""
+    headroom = None
+    for folder, kind in _memory_cgroup_folders(proc_self):
+        limit_file, usage_file, cache_key = _CGROUP_FILES[kind]
+        try:
+            with open(os.path.join(folder, limit_file)) as f:
+                limit = f.read().strip()
+            if limit == "max" or int(limit) >= 2**62:
+                continue
+            with open(os.path.join(folder, usage_file)) as f:
+                usage = int(f.read())
+            cache = 0
+            with open(os.path.join(folder, "memory.stat")) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == cache_key:
+                        cache = int(value)
+        except (OSError, ValueError):
+            continue
+        room = max(0, int(limit) - usage + cache)
+        headroom = room if headroom is None else min(headroom, room)
+    return headroom
+
+
+def _memory_cgroup_folders(proc_self: str) -> list[tuple[str, str]]:
+    """(folder, "cgroup2" or "cgroup") of each memory cgroup from this process's own up to
+    its mount's root, read from /proc/self/cgroup and mountinfo."""
+    try:
+        with open(os.path.join(proc_self, "cgroup")) as f:
+            memberships = [line.rstrip("\n").split(":", 2) for line in f]
+        with open(os.path.join(proc_self, "mountinfo")) as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return []
+    folders = []
+    for fields in mounts:
+        try:
+            dash = fields.index("-")
+            root, point, kind, options = fields[3], fields[4], fields[dash + 1], fields[-1]
+        except (ValueError, IndexError):
+            continue
+        for member in memberships:
+            if len(member) != 3:
+                continue
+            _, controllers, path = member
+            memory = controllers == "" if kind == "cgroup2" else (
+                kind == "cgroup" and "memory" in controllers.split(",")
+                and "memory" in options.split(","))
+            if not memory or not (path == root or path.startswith(root.rstrip("/") + "/")):
+                continue
+            relative = path[len(root.rstrip("/")):].strip("/")
+            parts = relative.split("/") if relative else []
+            for depth in range(len(parts), -1, -1):
+                folders.append((os.path.join(point, *parts[:depth]), kind))
+    return folders
 
 
 def _resident_bytes() -> int:

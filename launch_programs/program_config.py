@@ -34,6 +34,9 @@ class ProgramConfig:
     inference: str = "local"
     inference_batch_size: int = 0  # Rows a central batch waits for (0: every actor's group).
     inference_deadline_ms: float = 2.0  # The longest a central batch waits for more rows.
+    # Stop cleanly (checkpoints saved) when the memory left falls below this many MB (None:
+    # the smaller of 1024 and 5% of what was free at the start; 0: never).
+    min_free_memory_mb: float | None = None
 
     def __post_init__(self):
         require_finite_floats(self)
@@ -52,6 +55,8 @@ class ProgramConfig:
                 self.inference_batch_size)
         require(self.inference_deadline_ms >= 0, "inference_deadline_ms", ">= 0",
                 self.inference_deadline_ms)
+        require(self.min_free_memory_mb is None or self.min_free_memory_mb >= 0,
+                "min_free_memory_mb", ">= 0", self.min_free_memory_mb)
 
     @property
     def layout(self) -> ActingLayout:

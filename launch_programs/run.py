@@ -230,8 +230,10 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
     print(f"[run] {run.agent} on {run.env}{protocol}, launch={run.launch}, "
           f"{run.program_config.num_actors} actors x {run.program_config.num_envs_per_actor} envs, "
           f"logdir={run.logdir}", flush=True)
+    watch = _make_memory_watch(run.program_config, signals)
     try:
         signals.arm(launching=True)
+        watch.start()
         monitor.start()
         if reporter is not None:
             reporter.start()
@@ -240,6 +242,7 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
         result = LaunchResult("interrupted", {})
     finally:
         signals.disarm()
+        watch.stop()
         monitor.stop()  # Its last sample: the end of the run.
         if reporter is not None:
             reporter.report()  # Where the run ended.
@@ -272,6 +275,8 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
         extra["sticky_actions"] = run.sticky_actions
     if signals.received is not None:
         extra["signal"] = signal.Signals(signals.received).name
+    if signals.reason is not None:
+        extra["stopped_by"] = signals.reason
     if result.error is not None:
         extra["error"] = _one_line(result.error)
     life_wall = time.time() - started.life_start
@@ -308,6 +313,9 @@ def _run_life(started: _Start, signals: StopSignals) -> int:
         if not _expected(result.error.error):
             print(result.error.formatted, file=sys.stderr)
         print(f"error: {_one_line(result.error)}", file=sys.stderr)
+        return 1
+    if signals.reason is not None and signals.received is None:
+        print(f"error: {signals.reason}", file=sys.stderr)
         return 1
     return signals.exit_code if result.status == "interrupted" else 0
 
@@ -352,6 +360,15 @@ def _make_monitor(reader, start: float, program, program_config):
     every_s = program_config.print_every_s or 10.0  # With the progress line, or every 10 s.
     return RunMonitor(reader.logdir, start, f"localhost:{port}" if port else None, counts=counts,
                       every_s=min(every_s, 10.0))
+
+def _make_memory_watch(program_config, signals):
+    """The watch that stops the run cleanly when the memory left falls below the floor."""
+    from launch_programs.memory import available_bytes
+    from launch_programs.memory_watch import MemoryWatch, floor_bytes
+
+    floor = floor_bytes(program_config.min_free_memory_mb, available_bytes())
+    return MemoryWatch(floor, lambda reason: signals.stop_for(reason, headline="memory low"))
+
 
 def _expected(error: BaseException) -> bool:
     """Failures whose message says all (a file that cannot be read or written): no traceback."""

@@ -36,7 +36,7 @@ from launch_programs.summary import to_json, write_json
 # Settings that may differ between lives of one run: the step budget, logging and checkpoint
 # periods, and where the nodes run. Every other setting is part of what the run is.
 RESUMABLE = frozenset({"max_actor_steps", "print_every_s", "checkpoint_every_s", "replay_port",
-                       "launch", "ray"})
+                       "min_free_memory_mb", "launch", "ray"})
 
 
 class RunDirError(ValueError):

@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 
 
 class StopSignals:
@@ -31,6 +32,8 @@ class StopSignals:
 
     def __init__(self):
         self.received: int | None = None
+        self.reason: str | None = None  # Why `stop_for` stopped the run (no signal came).
+        self._own_pending = False  # The SIGINT `stop_for` sent has not been handled yet.
         self._armed = True
         self._launched = False  # Whether there is a program to stop (else: nothing started).
         self._previous = {}
@@ -50,7 +53,26 @@ class StopSignals:
         if StopSignals.current is self:
             StopSignals.current = None
 
+    def stop_for(self, reason: str, headline: str) -> None:
+        """Stops the run from any thread as a stop signal does (a clean stop), for `reason`;
+        prints `headline` now (the run says `reason` in summary.json and its exit line).
+        Nothing happens when a stop is already under way."""
+        if self.received is not None or self.reason is not None:
+            return
+        self.reason = reason
+        print(f"[run] {headline}: stopping (flushing adders, saving the learner, writing the "
+              f"summary)", file=sys.stderr, flush=True)
+        self._own_pending = True
+        # A real signal to the main thread: it also wakes a wait blocked in C.
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
     def _handle(self, signum, frame) -> None:
+        if signum == signal.SIGINT and self._own_pending:  # Sent by stop_for, not by a user.
+            self._own_pending = False
+            if self._armed and self.received is None:
+                self._armed = False
+                raise KeyboardInterrupt
+            return
         if signum == signal.SIGHUP:
             _detach_from_terminal()
         name = signal.Signals(signum).name

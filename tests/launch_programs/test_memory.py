@@ -53,12 +53,64 @@ def test_a_run_that_fits_passes_and_one_that_does_not_names_its_largest_part():
 
 
 def test_available_memory_is_read_from_meminfo(tmp_path):
-    meminfo = tmp_path / "meminfo"
+    meminfo, no_proc = tmp_path / "meminfo", str(tmp_path / "no-proc")
     meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n")
-    assert memory.available_bytes(str(meminfo)) == 20000000 * 1024
+    assert memory.available_bytes(str(meminfo), no_proc) == 20000000 * 1024
     meminfo.write_text("MemTotal:       24000000 kB\n")
-    assert memory.available_bytes(str(meminfo)) is None
-    assert memory.available_bytes(str(tmp_path / "none")) is None
+    assert memory.available_bytes(str(meminfo), no_proc) is None
+    assert memory.available_bytes(str(tmp_path / "none"), no_proc) is None
+
+
+def _fake_proc(tmp_path, kind: str, path: str, folders: dict[str, dict[str, str]]) -> str:
+    """A /proc/self whose process sits at `path` of a memory cgroup hierarchy of `kind`
+    ("cgroup2" or "cgroup") mounted at tmp_path/cg, with `folders`' files."""
+    proc, mount = tmp_path / "proc", tmp_path / "cg"
+    proc.mkdir(parents=True)
+    line = f"0::{path}" if kind == "cgroup2" else f"4:memory:{path}"
+    (proc / "cgroup").write_text(f"9:name=systemd:/\n{line}\n")
+    options = "rw,nsdelegate" if kind == "cgroup2" else "rw,memory"
+    (proc / "mountinfo").write_text(
+        f"23 1 0:21 / /proc rw - proc proc rw\n"
+        f"31 23 0:28 / {mount} rw,relatime - {kind} {kind} {options}\n")
+    for folder, files in folders.items():
+        (mount / folder).mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (mount / folder / name).write_text(text)
+    return str(proc)
+
+
+def test_a_cgroup_v2_limit_caps_the_available_memory_at_its_least_headroom(tmp_path):
+    """A container's limit is what the OOM killer enforces, whatever the machine has:
+    limit - usage + the page cache the kernel frees first, the least along the path."""
+    gb = 10**9
+    proc = _fake_proc(tmp_path, "cgroup2", "/jobs/run", {
+        ".": {},  # The root has no memory.max.
+        "jobs": {"memory.max": str(8 * gb), "memory.current": str(2 * gb),
+                 "memory.stat": "anon 1\ninactive_file 0\n"},
+        "jobs/run": {"memory.max": str(3 * gb), "memory.current": str(2 * gb),
+                     "memory.stat": f"anon 1\ninactive_file {gb // 2}\n"}})
+    assert memory.cgroup_headroom_bytes(proc) == 3 * gb - 2 * gb + gb // 2
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemAvailable:   20000000 kB\n")
+    assert memory.available_bytes(str(meminfo), proc) == 1.5 * gb  # Less than the machine's.
+    meminfo.write_text("MemAvailable:   1000000 kB\n")
+    assert memory.available_bytes(str(meminfo), proc) == 1000000 * 1024  # The machine's less.
+
+
+def test_an_unlimited_cgroup_leaves_the_machines_figure(tmp_path):
+    proc = _fake_proc(tmp_path, "cgroup", "/a", {
+        "a": {"memory.limit_in_bytes": str(2**63 - 4096), "memory.usage_in_bytes": "5",
+              "memory.stat": "total_inactive_file 0\n"}})
+    assert memory.cgroup_headroom_bytes(proc) is None
+    proc2 = _fake_proc(tmp_path / "v2", "cgroup2", "/a", {"a": {"memory.max": "max"}})
+    assert memory.cgroup_headroom_bytes(proc2) is None
+
+
+def test_a_cgroup_v1_limit_counts_its_reclaimable_cache(tmp_path):
+    proc = _fake_proc(tmp_path, "cgroup", "/a/b", {
+        "a/b": {"memory.limit_in_bytes": "1000", "memory.usage_in_bytes": "900",
+                "memory.stat": "cache 500\ntotal_inactive_file 300\n"}})
+    assert memory.cgroup_headroom_bytes(proc) == 1000 - 900 + 300
 
 
 class _Environment:
