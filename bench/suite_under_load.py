@@ -12,6 +12,7 @@ Appends to bench/results/suite_under_load.json.
 
     python bench/suite_under_load.py --runs=3
     python bench/suite_under_load.py --runs=1 --taskset=0
+    python bench/suite_under_load.py --runs=1 --commit=0920af2   # the code before the fixes
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def failures_of(log: str) -> list[str]:
     return sorted({m for m in re.findall(r"^(?:FAILED|ERROR) (\S+)", log, re.M)})
 
 
-def one_run(index: int, taskset: str, keep: bool) -> dict:
+def one_run(index: int, taskset: str, keep: bool, at: str = "") -> dict:
     clone = tempfile.mkdtemp(prefix=f"suite-load-{index}-", dir="/tmp")
     subprocess.run(["git", "clone", "-q", ROOT, clone], check=True)
+    if at:  # An earlier commit: the reproduction on the code before a fix.
+        subprocess.run(["git", "checkout", "-q", at], cwd=clone, check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True,
                             text=True).stdout.strip()
     pin = ["taskset", "-c", taskset] if taskset else []  # The spinner shares the runner's core.
@@ -94,13 +97,14 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--taskset", default="", help="CPU list for the runner, e.g. 0")
     parser.add_argument("--keep", action="store_true", help="keep each clone and its log")
+    parser.add_argument("--commit", default="", help="run this commit's suite, not HEAD's")
     parser.add_argument("--out", default=OUT)
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be >= 1")
     report = json.load(open(args.out)) if os.path.exists(args.out) else {"runs": []}
     for _ in range(args.runs):
-        result = one_run(len(report["runs"]), args.taskset, args.keep)
+        result = one_run(len(report["runs"]), args.taskset, args.keep, args.commit)
         report["runs"].append(result | {"date": time.strftime("%Y-%m-%d %H:%M")})
         print(json.dumps({k: result[k] for k in ("run", "make_exit_code", "minutes", "summary",
                                                   "failures", "left_running")}), flush=True)

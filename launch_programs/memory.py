@@ -62,7 +62,7 @@ def cgroup_headroom_bytes(proc_self: str = "/proc/self") -> int | None:
     """The least headroom (limit - usage + reclaimable cache) of the memory cgroups this
     process is in, from its own up to the hierarchy's root; None where none has a limit."""
     headroom = None
-    for folder, kind in _memory_cgroup_folders(proc_self):
+    for folder, kind in memory_cgroup_folders(proc_self):
         limit_file, usage_file, cache_key = _CGROUP_FILES[kind]
         try:
             with open(os.path.join(folder, limit_file)) as f:
@@ -84,7 +84,7 @@ def cgroup_headroom_bytes(proc_self: str = "/proc/self") -> int | None:
     return headroom
 
 
-def _memory_cgroup_folders(proc_self: str) -> list[tuple[str, str]]:
+def memory_cgroup_folders(proc_self: str) -> list[tuple[str, str]]:
     """(folder, "cgroup2" or "cgroup") of each memory cgroup from this process's own up to
     its mount's root, read from /proc/self/cgroup and mountinfo."""
     try:
