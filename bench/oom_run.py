@@ -4,15 +4,16 @@ the learner did since its last checkpoint lost) or stop cleanly in one line?
 
 Needs root and a writable cgroup memory hierarchy (v1 or v2). Makes a child cgroup of this
 process's with `--limit_mb`, starts the command line in it (DQN on Atari Pong, its replay
-of 1M frames-once items filled before learning starts, so that it grows at the actors'
-rate: the check before launch passes, its lower bound being under the limit, but the
-replay's real size is not), waits for its end, and reports the exit code, the last
-lines, summary.json's status and `stopped_by`, and the cgroup's OOM kills. `--checkout`
-runs another checkout's code (an older commit, in a worktree) with this Python.
+of `--replay_items` frames-once items filled before learning starts, so that it grows at
+the actors' rate: the check before launch passes, its lower bound being under the limit,
+but the replay's real size is not: about 2.6 KB an item here), waits for its end, and
+reports the exit code, the last lines, summary.json's status and `stopped_by`, and the
+cgroup's OOM kills. `--checkout` runs another checkout's code (an older commit, in a
+worktree) with this Python.
 Appends to bench/results/oom_run.json.
 
-    python bench/oom_run.py --limit_mb=3000
-    python bench/oom_run.py --limit_mb=3000 --checkout=/tmp/old-tree
+    python bench/oom_run.py --limit_mb=1200
+    python bench/oom_run.py --limit_mb=1200 --checkout=/tmp/old-tree
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ def oom_kills(folder: str, kind: str) -> int | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit_mb", type=float, default=3000.0)
+    parser.add_argument("--limit_mb", type=float, default=1200.0)
+    parser.add_argument("--replay_items", type=int, default=400_000,
+                        help="the replay's size, filled before learning starts")
     parser.add_argument("--checkout", default=ROOT, help="the code to run (default: this one)")
     parser.add_argument("--timeout_s", type=float, default=1200.0)
     args = parser.parse_args()
@@ -78,8 +81,9 @@ def main() -> int:
     logdir = tempfile.mkdtemp(prefix="oom-run-")
     cmd = [sys.executable, "-m", "launch_programs.run", "--agent=dqn", "--env=atari:Pong",
            "--atari_vector_env=true", "--num_actors=2", "--num_envs_per_actor=16",
-           "--min_replay_size=1000000", "--max_replay_size=1000000", "--eval_at_start=false",
-           "--max_actor_steps=5000000", "--checkpoint_every_s=60", f"--logdir={logdir}"]
+           f"--min_replay_size={args.replay_items}", f"--max_replay_size={args.replay_items}",
+           "--eval_at_start=false", "--max_actor_steps=5000000", "--checkpoint_every_s=60",
+           f"--logdir={logdir}"]
 
     def enter() -> None:  # In the child, before exec: into the cgroup.
         with open(os.path.join(folder, "cgroup.procs"), "w") as f:

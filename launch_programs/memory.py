@@ -34,36 +34,51 @@ def available_bytes(meminfo: str = "/proc/meminfo", proc_self: str = "/proc/self
     """What this process can still allocate before the kernel's OOM killer acts: the
     machine's MemAvailable, or less where a memory cgroup (a container, a CI runner, a
     batch scheduler's job) caps this process lower; None if neither says."""
-    machine = _meminfo_available(meminfo)
-    capped = cgroup_headroom_bytes(proc_self)
-    known = [b for b in (machine, capped) if b is not None]
+    return _least(_meminfo(meminfo, "MemAvailable:"), _cgroup_memory(proc_self)[1])
+
+
+def total_bytes(meminfo: str = "/proc/meminfo", proc_self: str = "/proc/self") -> int | None:
+    """All this process may ever use: MemTotal, or a memory cgroup's lower limit."""
+    return _least(_meminfo(meminfo, "MemTotal:"), _cgroup_memory(proc_self)[0])
+
+
+def _least(*values: int | None) -> int | None:
+    known = [v for v in values if v is not None]
     return min(known) if known else None
 
 
-def _meminfo_available(meminfo: str) -> int | None:
+def _meminfo(meminfo: str, key: str) -> int | None:
     try:
         with open(meminfo) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
 
 
-# (limit, usage, the memory.stat entry of page cache the kernel frees before it kills), for
-# cgroup v2 and v1. A v1 limit at or above 2**62 is "no limit".
-_CGROUP_FILES = {"cgroup2": ("memory.max", "memory.current", "inactive_file"),
-                 "cgroup": ("memory.limit_in_bytes", "memory.usage_in_bytes",
-                            "total_inactive_file")}
+# (limit, usage, the memory.stat entries of page cache and of the shared memory within it)
+# for cgroup v2 and v1. A v1 limit at or above 2**62 is "no limit".
+_CGROUP_FILES = {"cgroup2": ("memory.max", "memory.current", "file", "shmem"),
+                 "cgroup": ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_cache",
+                            "total_shmem")}
 
 
 def cgroup_headroom_bytes(proc_self: str = "/proc/self") -> int | None:
-    """The least headroom (limit - usage + reclaimable cache) of the memory cgroups this
-    process is in, from its own up to the hierarchy's root; None where none has a limit."""
-    headroom = None
+    """The least headroom of the memory cgroups this process is in, from its own up to the
+    hierarchy's root; None where none has a limit. Headroom is the limit less what the
+    kernel cannot take back: usage without its file cache (which the kernel drops at the
+    limit before it kills; shared memory in it stays). With the cache counted as used, a
+    cgroup at its limit reads a few MB of room for minutes, then the OOM kill."""
+    return _cgroup_memory(proc_self)[1]
+
+
+def _cgroup_memory(proc_self: str) -> tuple[int | None, int | None]:
+    """(the least limit, the least headroom) of this process's memory cgroups."""
+    limits, rooms = [], []
     for folder, kind in memory_cgroup_folders(proc_self):
-        limit_file, usage_file, cache_key = _CGROUP_FILES[kind]
+        limit_file, usage_file, cache_key, shared_key = _CGROUP_FILES[kind]
         try:
             with open(os.path.join(folder, limit_file)) as f:
                 limit = f.read().strip()
@@ -71,17 +86,17 @@ def cgroup_headroom_bytes(proc_self: str = "/proc/self") -> int | None:
                 continue
             with open(os.path.join(folder, usage_file)) as f:
                 usage = int(f.read())
-            cache = 0
+            stat = {}
             with open(os.path.join(folder, "memory.stat")) as f:
                 for line in f:
                     key, _, value = line.partition(" ")
-                    if key == cache_key:
-                        cache = int(value)
+                    stat[key] = int(value)
         except (OSError, ValueError):
             continue
-        room = max(0, int(limit) - usage + cache)
-        headroom = room if headroom is None else min(headroom, room)
-    return headroom
+        kept = usage - stat.get(cache_key, 0) + stat.get(shared_key, 0)
+        limits.append(int(limit))
+        rooms.append(max(0, int(limit) - kept))
+    return _least(*limits), _least(*rooms)
 
 
 def memory_cgroup_folders(proc_self: str) -> list[tuple[str, str]]:
@@ -184,7 +199,8 @@ def check_fits(parts: list[Part], available: int | None) -> None:
     largest = parts[0]
     shares = ", ".join(f"{p.what} {p.bytes / GB:.1f} GB" for p in parts if p.bytes >= 0.05 * GB)
     raise UsageError(f"{largest.flags}: this run needs at least {needed / GB:.1f} GB of memory "
-                     f"({shares}) and this machine has {available / GB:.1f} GB available; "
+                     f"({shares}) and {available / GB:.1f} GB available to it (MemAvailable, or "
+                     f"its memory cgroup's headroom); "
                      f"lower {largest.flags}")
 
 

@@ -21,17 +21,18 @@ from launch_programs.processes import process_tree_rss_mb
 
 MB = 1e6
 DEFAULT_FLOOR_MB = 1024.0  # Room for the stop itself (the learner's and the counter's saves).
-DEFAULT_FLOOR_FRACTION = 0.05  # ... or 5% of what the run may use, on a smaller machine.
+DEFAULT_FLOOR_FRACTION = 0.05  # ... or 5% of all the run may use, on a smaller machine.
 
 
-def floor_bytes(flag_mb: float | None, available_at_start: int | None) -> int:
+def floor_bytes(flag_mb: float | None, total: int | None) -> int:
     """The floor in bytes: the flag's (0: never stop), or by default the smaller of
-    DEFAULT_FLOOR_MB and DEFAULT_FLOOR_FRACTION of what was available at the start."""
+    DEFAULT_FLOOR_MB and DEFAULT_FLOOR_FRACTION of `total`, all the run may use
+    (`memory.total_bytes`: MemTotal, or a memory cgroup's lower limit)."""
     if flag_mb is not None:
         return int(flag_mb * MB)
-    if available_at_start is None:
+    if total is None:
         return 0
-    return int(min(DEFAULT_FLOOR_MB * MB, DEFAULT_FLOOR_FRACTION * available_at_start))
+    return int(min(DEFAULT_FLOOR_MB * MB, DEFAULT_FLOOR_FRACTION * total))
 
 
 def low_memory_message(available: int, floor: int, run_mb: float | None) -> str:

@@ -363,10 +363,10 @@ def _make_monitor(reader, start: float, program, program_config):
 
 def _make_memory_watch(program_config, signals):
     """The watch that stops the run cleanly when the memory left falls below the floor."""
-    from launch_programs.memory import available_bytes
+    from launch_programs.memory import total_bytes
     from launch_programs.memory_watch import MemoryWatch, floor_bytes
 
-    floor = floor_bytes(program_config.min_free_memory_mb, available_bytes())
+    floor = floor_bytes(program_config.min_free_memory_mb, total_bytes())
     return MemoryWatch(floor, lambda reason: signals.stop_for(reason, headline="memory low"))
 
 

@@ -86,15 +86,18 @@ def test_a_cgroup_v2_limit_caps_the_available_memory_at_its_least_headroom(tmp_p
     proc = _fake_proc(tmp_path, "cgroup2", "/jobs/run", {
         ".": {},  # The root has no memory.max.
         "jobs": {"memory.max": str(8 * gb), "memory.current": str(2 * gb),
-                 "memory.stat": "anon 1\ninactive_file 0\n"},
+                 "memory.stat": "anon 1\nfile 0\nshmem 0\n"},
         "jobs/run": {"memory.max": str(3 * gb), "memory.current": str(2 * gb),
-                     "memory.stat": f"anon 1\ninactive_file {gb // 2}\n"}})
-    assert memory.cgroup_headroom_bytes(proc) == 3 * gb - 2 * gb + gb // 2
+                     "memory.stat": f"anon 1\nfile {gb // 2}\nshmem {gb // 10}\n"}})
+    # The file cache is the kernel's to drop before it kills; shared memory in it is not.
+    assert memory.cgroup_headroom_bytes(proc) == 3 * gb - (2 * gb - gb // 2 + gb // 10)
     meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemAvailable:   20000000 kB\n")
-    assert memory.available_bytes(str(meminfo), proc) == 1.5 * gb  # Less than the machine's.
-    meminfo.write_text("MemAvailable:   1000000 kB\n")
+    meminfo.write_text("MemTotal:   24000000 kB\nMemAvailable:   20000000 kB\n")
+    assert memory.available_bytes(str(meminfo), proc) == 1.4 * gb  # Less than the machine's.
+    assert memory.total_bytes(str(meminfo), proc) == 3 * gb  # The least limit.
+    meminfo.write_text("MemTotal:   2000000 kB\nMemAvailable:   1000000 kB\n")
     assert memory.available_bytes(str(meminfo), proc) == 1000000 * 1024  # The machine's less.
+    assert memory.total_bytes(str(meminfo), proc) == 2000000 * 1024
 
 
 def test_an_unlimited_cgroup_leaves_the_machines_figure(tmp_path):
@@ -106,11 +109,11 @@ def test_an_unlimited_cgroup_leaves_the_machines_figure(tmp_path):
     assert memory.cgroup_headroom_bytes(proc2) is None
 
 
-def test_a_cgroup_v1_limit_counts_its_reclaimable_cache(tmp_path):
+def test_a_cgroup_v1_limit_counts_its_file_cache_as_room_but_not_its_shared_memory(tmp_path):
     proc = _fake_proc(tmp_path, "cgroup", "/a/b", {
         "a/b": {"memory.limit_in_bytes": "1000", "memory.usage_in_bytes": "900",
-                "memory.stat": "cache 500\ntotal_inactive_file 300\n"}})
-    assert memory.cgroup_headroom_bytes(proc) == 1000 - 900 + 300
+                "memory.stat": "cache 9\ntotal_cache 500\ntotal_shmem 100\n"}})
+    assert memory.cgroup_headroom_bytes(proc) == 1000 - (900 - 500 + 100)
 
 
 class _Environment:

@@ -18,10 +18,10 @@ from tests.commands import run_module
 MB = 10**6
 
 
-def test_the_floor_is_the_flag_or_the_smaller_of_1024_mb_and_5_percent():
+def test_the_floor_is_the_flag_or_the_smaller_of_1024_mb_and_5_percent_of_the_total():
     assert floor_bytes(None, 24_000 * MB) == 1024 * MB
     assert floor_bytes(None, 4_000 * MB) == 200 * MB  # 5% of a small machine.
-    assert floor_bytes(None, None) == 0  # Nothing says what is free: no watch.
+    assert floor_bytes(None, None) == 0  # Nothing says what there is: no watch.
     assert floor_bytes(300, 24_000 * MB) == 300 * MB
     assert floor_bytes(0, 24_000 * MB) == 0
 
