@@ -124,7 +124,10 @@ def main() -> int:
           flush=True)
     with contextlib.suppress(OSError):  # Empty now: its processes are gone.
         os.rmdir(folder)
-    shutil.rmtree(logdir, ignore_errors=True)
+    if summary is not None and summary.get("stopped_by"):
+        shutil.rmtree(logdir, ignore_errors=True)
+    else:  # Kept to see what happened: its CSVs, monitor.csv's memory.
+        print(f"[oom_run] kept {logdir}", flush=True)
     return 0
 
 

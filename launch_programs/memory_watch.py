@@ -8,7 +8,7 @@ have no swap), losing what the learner did since its last checkpoint and the sum
 The check before launch (`memory.check_memory`) refuses flags whose lower bound cannot fit;
 this watch catches what grows past it while the run runs (a replay of items that compress
 worse than the bound assumes, a leak). Reading the files costs tens of microseconds, so it
-looks every second. Only this host is watched: on a cluster the other hosts' nodes are not.
+looks four times a second. Only this host is watched: on a cluster the other hosts' nodes are not.
 """
 
 from __future__ import annotations
@@ -20,19 +20,24 @@ from launch_programs.memory import available_bytes
 from launch_programs.processes import process_tree_rss_mb
 
 MB = 1e6
-DEFAULT_FLOOR_MB = 1024.0  # Room for the stop itself (the learner's and the counter's saves).
-DEFAULT_FLOOR_FRACTION = 0.05  # ... or 5% of all the run may use, on a smaller machine.
+# Room for a burst between two looks and for the stop itself: an evaluation round of DQN on
+# Pong (10 games made at once) grew a run by 130 MB in 0.4 s, and with a floor of 60 MB
+# (5% of a 1.2 GB cgroup) the OOM killer came first (bench/oom_run.py).
+DEFAULT_FLOOR_MB = 1024.0  # On a machine of 10 GB and more.
+DEFAULT_FLOOR_FRACTION = 0.10  # Of all the run may use, on a smaller one ...
+MIN_DEFAULT_FLOOR_MB = 256.0  # ... but never less.
 
 
 def floor_bytes(flag_mb: float | None, total: int | None) -> int:
-    """The floor in bytes: the flag's (0: never stop), or by default the smaller of
-    DEFAULT_FLOOR_MB and DEFAULT_FLOOR_FRACTION of `total`, all the run may use
-    (`memory.total_bytes`: MemTotal, or a memory cgroup's lower limit)."""
+    """The floor in bytes: the flag's (0: never stop), or by default DEFAULT_FLOOR_FRACTION
+    of `total`, all the run may use (`memory.total_bytes`: MemTotal, or a memory cgroup's
+    lower limit), within MIN_DEFAULT_FLOOR_MB and DEFAULT_FLOOR_MB."""
     if flag_mb is not None:
         return int(flag_mb * MB)
     if total is None:
         return 0
-    return int(min(DEFAULT_FLOOR_MB * MB, DEFAULT_FLOOR_FRACTION * total))
+    return int(min(DEFAULT_FLOOR_MB * MB,
+                   max(MIN_DEFAULT_FLOOR_MB * MB, DEFAULT_FLOOR_FRACTION * total)))
 
 
 def low_memory_message(available: int, floor: int, run_mb: float | None) -> str:
@@ -47,7 +52,7 @@ def low_memory_message(available: int, floor: int, run_mb: float | None) -> str:
 class MemoryWatch:
     """Calls `on_low(message)` once, from its thread, when `read()` falls below `floor`."""
 
-    def __init__(self, floor: int, on_low: Callable[[str], None], every_s: float = 1.0,
+    def __init__(self, floor: int, on_low: Callable[[str], None], every_s: float = 0.25,
                  read: Callable[[], int | None] = available_bytes,
                  run_mb: Callable[[], float | None] = process_tree_rss_mb):
         self.floor = floor

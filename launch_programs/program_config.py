@@ -35,7 +35,7 @@ class ProgramConfig:
     inference_batch_size: int = 0  # Rows a central batch waits for (0: every actor's group).
     inference_deadline_ms: float = 2.0  # The longest a central batch waits for more rows.
     # Stop cleanly (checkpoints saved) when the memory left falls below this many MB (None:
-    # the smaller of 1024 and 5% of the machine's or its memory cgroup's total; 0: never).
+    # 10% of the machine's or its memory cgroup's total, within 256 and 1024; 0: never).
     min_free_memory_mb: float | None = None
 
     def __post_init__(self):

@@ -18,9 +18,10 @@ from tests.commands import run_module
 MB = 10**6
 
 
-def test_the_floor_is_the_flag_or_the_smaller_of_1024_mb_and_5_percent_of_the_total():
+def test_the_floor_is_the_flag_or_10_percent_of_the_total_within_256_and_1024_mb():
     assert floor_bytes(None, 24_000 * MB) == 1024 * MB
-    assert floor_bytes(None, 4_000 * MB) == 200 * MB  # 5% of a small machine.
+    assert floor_bytes(None, 4_000 * MB) == 400 * MB  # 10% of a small machine.
+    assert floor_bytes(None, 1_200 * MB) == 256 * MB  # A small cgroup: never less.
     assert floor_bytes(None, None) == 0  # Nothing says what there is: no watch.
     assert floor_bytes(300, 24_000 * MB) == 300 * MB
     assert floor_bytes(0, 24_000 * MB) == 0
