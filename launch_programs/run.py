@@ -361,13 +361,16 @@ def _make_monitor(reader, start: float, program, program_config):
     return RunMonitor(reader.logdir, start, f"localhost:{port}" if port else None, counts=counts,
                       every_s=min(every_s, 10.0))
 
+
 def _make_memory_watch(program_config, signals):
     """The watch that stops the run cleanly when the memory left falls below the floor."""
-    from launch_programs.memory import total_bytes
+    from launch_programs.memory import available_bytes, memory_cgroup_folders, total_bytes
     from launch_programs.memory_watch import MemoryWatch, floor_bytes
 
-    floor = floor_bytes(program_config.min_free_memory_mb, total_bytes())
-    return MemoryWatch(floor, lambda reason: signals.stop_for(reason, headline="memory low"))
+    folders = memory_cgroup_folders()  # Found once: a run stays in its cgroup.
+    floor = floor_bytes(program_config.min_free_memory_mb, total_bytes(folders=folders))
+    return MemoryWatch(floor, lambda reason: signals.stop_for(reason, headline="memory low"),
+                       read=lambda: available_bytes(folders=folders))
 
 
 def _expected(error: BaseException) -> bool:

@@ -94,6 +94,8 @@ def test_a_cgroup_v2_limit_caps_the_available_memory_at_its_least_headroom(tmp_p
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:   24000000 kB\nMemAvailable:   20000000 kB\n")
     assert memory.available_bytes(str(meminfo), proc) == 1.4 * gb  # Less than the machine's.
+    found = memory.memory_cgroup_folders(proc)  # A watch finds them once, then passes them.
+    assert memory.available_bytes(str(meminfo), folders=found) == 1.4 * gb
     assert memory.total_bytes(str(meminfo), proc) == 3 * gb  # The least limit.
     meminfo.write_text("MemTotal:   2000000 kB\nMemAvailable:   1000000 kB\n")
     assert memory.available_bytes(str(meminfo), proc) == 1000000 * 1024  # The machine's less.
