@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kill_run import Run, last_actor_steps  # noqa: E402
 
 from launch_programs.processes import alive, descendants  # noqa: E402
+from launch_programs.progress import ProgressReader  # noqa: E402
 
 OUT = os.path.join(ROOT, "bench", "results", "stop_run.json")
 NODES = ("actor_1", "learner", "counter")
@@ -60,13 +61,7 @@ def progress_of(logdir: str, part: str) -> int:
     if part.startswith("actor_"):
         return max(actor_counts(logdir).get(part.split("_", 1)[1], [0]))
     if part == "learner":
-        path = os.path.join(logdir, "learner.csv")
-        if not os.path.exists(path):
-            return 0
-        with open(path) as f:
-            steps = [int(float(r["learner_steps"])) for r in csv.DictReader(f)
-                     if r.get("learner_steps")]
-        return steps[-1] if steps else 0
+        return int(ProgressReader(logdir).read().learner_steps)
     return last_actor_steps(logdir)
 
 
